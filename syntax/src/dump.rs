@@ -1,0 +1,1 @@
+//! AST printer for `ralc --dump-ast` (being written).

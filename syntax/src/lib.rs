@@ -1,0 +1,57 @@
+//! ral's front end.
+//!
+//! Source text (normalised by [`span::normalize_newlines`]) is lexed by
+//! [`lexer::lex`] into tokens that tile it, parsed by [`parser`] into the
+//! spanned [`ast`], and checked by [`validate`] for the rejections the spec
+//! assigns to parse time. Every problem is a [`diag::Diagnostic`] with a stable
+//! [`codes::Code`]; [`render`] is the only place that turns one into text.
+//!
+//! The front end never panics and never stops at the first error: [`parse`]
+//! always returns a tree (with `Error` nodes where input could not be read)
+//! together with every diagnostic it found. It does no IO.
+
+pub mod ast;
+pub mod codes;
+pub mod diag;
+pub mod dump;
+pub mod lexer;
+pub mod parser;
+pub mod render;
+pub mod span;
+pub mod token;
+pub mod validate;
+
+pub use codes::{Code, Phase, Severity};
+pub use diag::{Diagnostic, Label};
+pub use span::{SourceId, SourceMap, Span};
+
+/// The result of parsing one source.
+#[derive(Clone, Debug)]
+pub struct Parsed {
+    pub program: ast::Program,
+    /// Lexical, parse and validation diagnostics, in source order.
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+impl Parsed {
+    /// Whether any diagnostic is an error.
+    pub fn has_errors(&self) -> bool {
+        self.diagnostics.iter().any(Diagnostic::is_error)
+    }
+}
+
+/// Lexes, parses and validates `src`, which must already be normalised
+/// (as [`SourceMap::add`] does).
+pub fn parse(src: &str, source: SourceId) -> Parsed {
+    let lexed = lexer::lex(src, source);
+    let mut diagnostics = lexed.diagnostics;
+    let (program, parse_diags) = parser::parse_tokens(src, source, &lexed.tokens);
+    diagnostics.extend(parse_diags);
+    diagnostics.extend(validate::validate(&program, source));
+    diagnostics.sort_by_key(|d| (d.primary.span.start, d.primary.span.end));
+    diagnostics.dedup_by(|a, b| a.code == b.code && a.primary.span == b.primary.span);
+    Parsed {
+        program,
+        diagnostics,
+    }
+}
