@@ -226,6 +226,16 @@ pub enum Arg {
     },
 }
 
+impl Arg {
+    /// The span of the whole argument, spread marker included.
+    pub fn span(&self) -> Span {
+        match self {
+            Arg::Atom(atom) => atom.span,
+            Arg::Spread { span, .. } => *span,
+        }
+    }
+}
+
 /// A redirect (spec §7.4, §7.5). Descriptors are already defaulted: `fd` is
 /// 0 for input redirects and 1 for output redirects unless written.
 #[derive(Clone, Debug, PartialEq)]

@@ -83,6 +83,8 @@ codes! {
     BadDescriptor = "bad-descriptor", Lex, Error, "only standard input (0), output (1) and error (2) can be redirected";
     /// `<<<`, or `<<` not followed by whitespace.
     HereStringForm = "here-string-form", Lex, Error, "a here string is `<< value`, with whitespace after `<<`";
+    /// A backtick not followed by a tag name.
+    LoneBacktick = "lone-backtick", Lex, Error, "a backtick must be followed by a tag name";
 
     // ---- parse (spec §3.3–3.7, §4.4–4.6, §5.2, §5.4, §7.4, §8.2, §8.3, §17.1) ----
     /// A token that no form can start or continue here.

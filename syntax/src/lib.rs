@@ -20,6 +20,7 @@ pub mod render;
 pub mod span;
 pub mod token;
 pub mod validate;
+pub mod walk;
 
 pub use codes::{Code, Phase, Severity};
 pub use diag::{Diagnostic, Label};
@@ -43,6 +44,23 @@ impl Parsed {
 /// Lexes, parses and validates `src`, which must already be normalised
 /// (as [`SourceMap::add`] does).
 pub fn parse(src: &str, source: SourceId) -> Parsed {
+    // The grammar recurses once per nested form (at most 64 deep); in debug
+    // builds a level can take tens of kilobytes of stack, more than a test
+    // thread has. Run on a stack segment of our own, grown on demand.
+    with_stack(|| parse_on_this_stack(src, source))
+}
+
+/// Runs `f` with at least [`PHASE_STACK`] bytes of stack available, switching
+/// to a fresh segment only when the current one is short. Later phases that
+/// recurse over the tree use this too.
+pub fn with_stack<R>(f: impl FnOnce() -> R) -> R {
+    stacker::maybe_grow(PHASE_STACK / 4, PHASE_STACK, f)
+}
+
+/// The stack a front-end phase may use (virtual; pages are touched only as needed).
+pub const PHASE_STACK: usize = 256 * 1024 * 1024;
+
+fn parse_on_this_stack(src: &str, source: SourceId) -> Parsed {
     let lexed = lexer::lex(src, source);
     let mut diagnostics = lexed.diagnostics;
     let (program, parse_diags) = parser::parse_tokens(src, source, &lexed.tokens);
