@@ -9,8 +9,8 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use criterion::{criterion_group, BenchmarkId, Criterion, Throughput};
-use ral_syntax::{lexer, parse, SourceMap};
+use criterion::{criterion_group, Criterion, SamplingMode, Throughput};
+use ral_syntax::{lexer, parse, SourceId, SourceMap};
 
 const SIZES: &[usize] = &[1_000, 10_000, 100_000];
 
@@ -21,22 +21,28 @@ fn source(lines: usize) -> String {
 }
 
 fn bench_parse(c: &mut Criterion) {
-    let mut group = c.benchmark_group("front-end");
-    group
-        .measurement_time(Duration::from_secs(3))
-        .warm_up_time(Duration::from_secs(1))
-        .sample_size(20);
     for &lines in SIZES {
         let src = source(lines);
-        group.throughput(Throughput::Bytes(src.len() as u64));
-        group.bench_with_input(BenchmarkId::new("lex", lines), &src, |b, src| {
-            b.iter(|| lexer::lex(black_box(src), ral_syntax::SourceId(0)))
+        // One group per size, so the largest can take fewer, flat samples
+        // and the whole bench stays around a minute.
+        let mut group = c.benchmark_group(format!("front-end/{lines}-lines"));
+        group
+            .measurement_time(Duration::from_secs(3))
+            .warm_up_time(Duration::from_secs(1))
+            .throughput(Throughput::Bytes(src.len() as u64));
+        if lines >= 100_000 {
+            group.sample_size(10).sampling_mode(SamplingMode::Flat);
+        } else {
+            group.sample_size(20);
+        }
+        group.bench_with_input("lex", &src, |b, src| {
+            b.iter(|| lexer::lex(black_box(src), SourceId(0)))
         });
-        group.bench_with_input(BenchmarkId::new("lex+parse", lines), &src, |b, src| {
-            b.iter(|| parse(black_box(src), ral_syntax::SourceId(0)))
+        group.bench_with_input("lex+parse", &src, |b, src| {
+            b.iter(|| parse(black_box(src), SourceId(0)))
         });
+        group.finish();
     }
-    group.finish();
 }
 
 /// The best of a few runs of lex+parse over `src`.
@@ -44,7 +50,7 @@ fn best_time(src: &str, runs: usize) -> Duration {
     (0..runs)
         .map(|_| {
             let start = Instant::now();
-            black_box(parse(black_box(src), ral_syntax::SourceId(0)));
+            black_box(parse(black_box(src), SourceId(0)));
             start.elapsed()
         })
         .min()

@@ -230,6 +230,19 @@ mod tests {
     }
 
     #[test]
+    fn generated_program_is_well_formed() {
+        let src = generate_program(300);
+        let parsed = ral_syntax::parse(&src, ral_syntax::SourceId(0));
+        let errors: Vec<String> = parsed
+            .diagnostics
+            .iter()
+            .filter(|d| d.is_error())
+            .map(|d| format!("{} at {:?}: {}", d.code, d.span(), d.message))
+            .collect();
+        assert!(errors.is_empty(), "{}", errors.join("\n"));
+    }
+
+    #[test]
     fn deterministic_and_varied() {
         let src = generate_program(500);
         assert_eq!(src, generate_program(500));

@@ -145,6 +145,46 @@ codes! {
     SpreadNotAllowed = "spread-not-allowed", Parse, Error, "a spread cannot appear here";
     /// An unknown option key in `within` or `grant` written as syntax.
     ScopeOption = "scope-option", Parse, Error, "this option is not one the form accepts";
+    /// `$name` (or a bare head) naming nothing in scope.
+    UnboundName = "unbound-name", Type, Error, "a `$name` names no binding in scope";
+    /// `$SCRIPT` read where the source is not a script file.
+    ScriptOutsideFile = "script-outside-file", Type, Error, "`$SCRIPT` exists only in a script file";
+    /// `$echo`: a base handler read as a value.
+    BaseHandlerValue = "base-handler-value", Type, Error, "a base handler is a command, not a value";
+    /// Two types that must be equal are not.
+    TypeMismatch = "type-mismatch", Type, Error, "two types that must agree do not";
+    /// A record lacks a field its use needs, or has one its context refuses.
+    MissingField = "missing-field", Type, Error, "a record field or variant tag is missing or not allowed";
+    /// A non-applicable value in head position or applied to arguments.
+    NotAFunction = "not-a-function", Type, Error, "a value that is not a function is applied";
+    /// Too many arguments for a function, or a function left waiting where a result is needed.
+    Arity = "arity", Type, Error, "a function gets more arguments than it takes";
+    /// `...` in the arguments of a value application.
+    SpreadIntoValue = "spread-into-value", Type, Error, "a value takes no argument list, so nothing can be spread into it";
+    /// A kinded type variable met a type its kind refuses, or two kinds with nothing in common.
+    KindMismatch = "kind-mismatch", Type, Error, "a type does not have the kind its use needs";
+    /// `==`, `!=`, `equal` or an encoder reached a function or handle.
+    EqualityOnFunction = "equality-on-function", Type, Error, "functions and handles are not data";
+    /// A splice in a string that is not a Bool, Int, Float or String.
+    InterpolationKind = "interpolation-kind", Type, Error, "only Bool, Int, Float and String values interpolate";
+    /// A cycle through functions or thunks only.
+    InfiniteType = "infinite-type", Type, Error, "a type would contain itself without a data constructor between";
+    /// A `case` misses a tag its scrutinee can carry.
+    NonExhaustiveCase = "non-exhaustive-case", Type, Error, "a `case` has no arm for a tag its scrutinee can carry";
+    /// A value (not a command) as a non-final pipeline stage.
+    PipeStageValue = "pipe-stage-value", Type, Error, "a value cannot feed a pipe";
+    /// A decoder as a non-final pipeline stage.
+    PipeStageDecoder = "pipe-stage-decoder", Type, Error, "a decoder reads a pipe and cannot feed one";
+    /// A function still awaiting arguments as a pipeline stage.
+    PipeStagePartial = "pipe-stage-partial", Type, Error, "a function awaiting arguments is not a pipeline stage";
+    /// A later pipeline stage that redirects its standard input at its root.
+    PipeStdinRedirect = "pipe-stdin-redirect", Type, Error, "a later pipeline stage already reads the pipe";
+    /// A non-final stage whose result is not `Unit`.
+    PipeStageResult = "pipe-stage-result", Type, Error, "a non-final pipeline stage must be a command";
+    /// An argument an external command cannot receive as text.
+    ExternalArgument = "external-argument", Type, Error, "an external command receives only text arguments";
+    /// `fail` with a literal status 0.
+    FailStatusZero = "fail-status-zero", Type, Error, "`fail` needs a non-zero status";
 }
 
 impl fmt::Display for Code {

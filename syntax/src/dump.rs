@@ -555,6 +555,38 @@ chain @0..54
     }
 
     #[test]
+    fn long_operator_chains_print() {
+        let n = 5_000u32;
+        let leaf = |at: u32| Expr {
+            id: NodeId(0),
+            kind: ExprKind::Atom(atom(Primary::Int(1), sp(at, at + 1))),
+            span: sp(at, at + 1),
+        };
+        let mut e = leaf(2);
+        for i in 1..=n {
+            e = Expr {
+                id: NodeId(0),
+                kind: ExprKind::Binary {
+                    op: BinOp::Add,
+                    lhs: Box::new(e),
+                    rhs: Box::new(leaf(2 + 4 * i)),
+                },
+                span: sp(2, 3 + 4 * i),
+            };
+        }
+        let p = program(vec![command(
+            atom(Primary::Expr(Box::new(e)), sp(0, 4 * n + 4)),
+            Vec::new(),
+            Vec::new(),
+            sp(0, 4 * n + 4),
+        )]);
+        // command, head, n binaries, n + 1 leaves
+        assert_eq!(dump_program(&p).lines().count(), 2 * n as usize + 3);
+        // The derived `Drop` of `Expr` recurses once per operator.
+        std::mem::forget(p);
+    }
+
+    #[test]
     fn every_primary_prints() {
         let items = vec![
             ListItem::Item(word("w", 1)),

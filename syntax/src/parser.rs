@@ -55,7 +55,36 @@ impl fmt::Display for PTok<'_> {
     }
 }
 
-type Extra<'t> = extra::Full<Rich<'t, PTok<'t>, SimpleSpan>, TruncateState<Diagnostic>, SourceId>;
+type Extra<'t, Er> = extra::Full<Er, TruncateState<Diagnostic>, SourceId>;
+
+/// The error type the grammar is generic over. The grammar runs first with
+/// chumsky's allocation-free [`Cheap`] errors; only a source that has a
+/// grammar error is parsed again with [`Rich`] errors to describe it, since
+/// building a rich error on every abandoned alternative dominates the cost of
+/// parsing well-formed input.
+pub trait ParseError<'t, I: chumsky::input::Input<'t>>:
+    chumsky::error::Error<'t, I> + chumsky::label::LabelError<'t, I, &'static str> + 't
+{
+    fn custom(span: SimpleSpan, msg: &'static str) -> Self;
+}
+
+impl<'t, I> ParseError<'t, I> for Cheap<SimpleSpan>
+where
+    I: chumsky::input::Input<'t, Span = SimpleSpan>,
+{
+    fn custom(span: SimpleSpan, _msg: &'static str) -> Self {
+        Cheap::new(span)
+    }
+}
+
+impl<'t, I> ParseError<'t, I> for Rich<'t, PTok<'t>, SimpleSpan>
+where
+    I: chumsky::input::Input<'t, Token = PTok<'t>, Span = SimpleSpan>,
+{
+    fn custom(span: SimpleSpan, msg: &'static str) -> Self {
+        Rich::custom(span, msg)
+    }
+}
 
 fn sp(span: SimpleSpan) -> Span {
     // An empty parse can report its end before its start (the end is the
@@ -69,14 +98,25 @@ fn sp(span: SimpleSpan) -> Span {
 pub fn parse_tokens(src: &str, source: SourceId, tokens: &[Token]) -> (Program, Vec<Diagnostic>) {
     let (toks, mut diags) = prepare(src, source, tokens);
     let eoi = SimpleSpan::from(src.len()..src.len());
-    let input = toks.as_slice().split_token_span(eoi);
+    // Fast pass with allocation-free errors; a source with a grammar error is
+    // parsed again with rich errors to say what went wrong.
     let mut state = TruncateState(Vec::new());
-    let result = top_parser(source).parse_with_state(input, &mut state);
-    let (output, errors) = result.into_output_errors();
-    diags.extend(state.0);
-    for err in errors {
-        diags.push(rich_to_diagnostic(&err, source));
-    }
+    let fast = top_parser::<_, Cheap<SimpleSpan>>(source)
+        .parse_with_state(toks.as_slice().split_token_span(eoi), &mut state);
+    let output = if fast.has_errors() {
+        let mut state = TruncateState(Vec::new());
+        let rich = top_parser::<_, Rich<'_, PTok<'_>, SimpleSpan>>(source)
+            .parse_with_state(toks.as_slice().split_token_span(eoi), &mut state);
+        let (output, errors) = rich.into_output_errors();
+        diags.extend(state.0);
+        for err in errors {
+            diags.push(rich_to_diagnostic(&err, source));
+        }
+        output
+    } else {
+        diags.extend(state.0);
+        fast.into_output()
+    };
     let mut program = output.unwrap_or(Program {
         stmts: Vec::new(),
         span: Span::from_range(0..src.len()),
@@ -85,11 +125,12 @@ pub fn parse_tokens(src: &str, source: SourceId, tokens: &[Token]) -> (Program, 
     (program, diags)
 }
 
-type TopExtra<'t> = extra::Full<Rich<'t, PTok<'t>, SimpleSpan>, TruncateState<Diagnostic>, ()>;
+type TopExtra<'t, Er> = extra::Full<Er, TruncateState<Diagnostic>, ()>;
 
-fn top_parser<'t, I>(source: SourceId) -> impl Parser<'t, I, Program, TopExtra<'t>>
+fn top_parser<'t, I, Er>(source: SourceId) -> impl Parser<'t, I, Program, TopExtra<'t, Er>>
 where
     I: ValueInput<'t, Token = PTok<'t>, Span = SimpleSpan>,
+    Er: ParseError<'t, I>,
 {
     program_parser().with_ctx(source)
 }
@@ -459,39 +500,44 @@ fn delim_name_close(kind: K) -> &'static str {
 // Step 2: the grammar.
 // ---------------------------------------------------------------------------
 
-fn tok<'t, I>(kind: K) -> impl Parser<'t, I, PTok<'t>, Extra<'t>> + Clone
+fn tok<'t, I, Er>(kind: K) -> impl Parser<'t, I, PTok<'t>, Extra<'t, Er>> + Clone
 where
     I: ValueInput<'t, Token = PTok<'t>, Span = SimpleSpan>,
+    Er: ParseError<'t, I>,
 {
     any().filter(move |t: &PTok<'t>| t.kind == kind)
 }
 
-fn word<'t, I>(text: &'static str) -> impl Parser<'t, I, PTok<'t>, Extra<'t>> + Clone
+fn word<'t, I, Er>(text: &'static str) -> impl Parser<'t, I, PTok<'t>, Extra<'t, Er>> + Clone
 where
     I: ValueInput<'t, Token = PTok<'t>, Span = SimpleSpan>,
+    Er: ParseError<'t, I>,
 {
     any()
         .filter(move |t: &PTok<'t>| t.kind == K::Word && t.text == text)
         .labelled(text)
 }
 
-fn nl<'t, I>() -> impl Parser<'t, I, (), Extra<'t>> + Clone
+fn nl<'t, I, Er>() -> impl Parser<'t, I, (), Extra<'t, Er>> + Clone
 where
     I: ValueInput<'t, Token = PTok<'t>, Span = SimpleSpan>,
+    Er: ParseError<'t, I>,
 {
     tok(K::Newline).repeated().ignored()
 }
 
-fn push_diag<'t, 'b, I>(e: &mut chumsky::input::MapExtra<'t, 'b, I, Extra<'t>>, diag: Diagnostic)
+fn push_diag<'t, 'b, I, Er>(e: &mut chumsky::input::MapExtra<'t, 'b, I, Extra<'t, Er>>, diag: Diagnostic)
 where
     I: ValueInput<'t, Token = PTok<'t>, Span = SimpleSpan>,
+    Er: ParseError<'t, I>,
 {
     e.state().0.push(diag);
 }
 
-fn source_of<'t, 'b, I>(e: &mut chumsky::input::MapExtra<'t, 'b, I, Extra<'t>>) -> SourceId
+fn source_of<'t, 'b, I, Er>(e: &mut chumsky::input::MapExtra<'t, 'b, I, Extra<'t, Er>>) -> SourceId
 where
     I: ValueInput<'t, Token = PTok<'t>, Span = SimpleSpan>,
+    Er: ParseError<'t, I>,
 {
     *e.ctx()
 }
@@ -548,13 +594,14 @@ fn is_arg_start(kind: K) -> bool {
 }
 
 /// The grammar of a whole program.
-fn program_parser<'t, I>() -> impl Parser<'t, I, Program, Extra<'t>>
+fn program_parser<'t, I, Er>() -> impl Parser<'t, I, Program, Extra<'t, Er>>
 where
     I: ValueInput<'t, Token = PTok<'t>, Span = SimpleSpan>,
+    Er: ParseError<'t, I>,
 {
-    let mut atom = Recursive::<chumsky::recursive::Indirect<'t, 't, I, Atom, Extra<'t>>>::declare();
+    let mut atom = Recursive::<chumsky::recursive::Indirect<'t, 't, I, Atom, Extra<'t, Er>>>::declare();
     let mut program =
-        Recursive::<chumsky::recursive::Indirect<'t, 't, I, Program, Extra<'t>>>::declare();
+        Recursive::<chumsky::recursive::Indirect<'t, 't, I, Program, Extra<'t, Er>>>::declare();
 
     // ---- names and patterns -------------------------------------------------
 
@@ -971,13 +1018,14 @@ where
         }
     }
 
-    fn items_to_entries<'t, 'b, I>(
+    fn items_to_entries<'t, 'b, I, Er>(
         items: Vec<Item>,
         _map: bool,
-        e: &mut chumsky::input::MapExtra<'t, 'b, I, Extra<'t>>,
+        e: &mut chumsky::input::MapExtra<'t, 'b, I, Extra<'t, Er>>,
     ) -> Vec<Entry>
     where
         I: ValueInput<'t, Token = PTok<'t>, Span = SimpleSpan>,
+        Er: ParseError<'t, I>,
     {
         let source = source_of(e);
         let mut out = Vec::with_capacity(items.len());
@@ -1108,7 +1156,7 @@ where
         .try_map_with(|(t, target): (PTok<'t>, Option<Atom>), e| {
             let span = sp(e.span());
             let K::Redirect { fd, op } = t.kind else {
-                return Err(Rich::custom(e.span(), "expected a redirect"));
+                return Err(Er::custom(e.span(), "expected a redirect"));
             };
             let default_fd = match op {
                 RedirectOp::Read | RedirectOp::Here => 0,
@@ -1120,7 +1168,7 @@ where
             let kind = match (op, target) {
                 (RedirectOp::Dup(target), None) => RedirectKind::Dup { target },
                 (RedirectOp::Dup(_), Some(_)) => {
-                    return Err(Rich::custom(
+                    return Err(Er::custom(
                         e.span(),
                         "`>&N` takes no target after the descriptor",
                     ));
@@ -1195,13 +1243,30 @@ where
 
     let command = choice((caret_head, atom.clone().map(Head::Atom)))
         .then(arg.repeated().collect::<Vec<Result<Arg, Redirect>>>())
-        .map(|(head, items)| {
+        .map_with(|(head, items): (Head, Vec<Result<Arg, Redirect>>), e| {
             let mut args = Vec::new();
             let mut redirects = Vec::new();
+            // No implicit concatenation (spec/deviations.md D9): an argument
+            // touching the value before it is refused, not split silently.
+            let mut prev_end = Some(head.span().end);
             for it in items {
                 match it {
-                    Ok(a) => args.push(a),
-                    Err(r) => redirects.push(r),
+                    Ok(a) => {
+                        let span = match &a {
+                            Arg::Atom(atom) => atom.span,
+                            Arg::Spread { span, .. } => *span,
+                        };
+                        if prev_end == Some(span.start) {
+                            let source = source_of(e);
+                            push_diag(e, juxtaposed(source, span));
+                        }
+                        prev_end = Some(span.end);
+                        args.push(a);
+                    }
+                    Err(r) => {
+                        prev_end = None;
+                        redirects.push(r);
+                    }
                 }
             }
             StageKind::Command(Command {
@@ -1265,7 +1330,7 @@ where
 
     let missing = |what: &'static str, form: &'static str| {
         empty().map_with(
-            move |_, e: &mut chumsky::input::MapExtra<'t, '_, I, Extra<'t>>| {
+            move |_, e: &mut chumsky::input::MapExtra<'t, '_, I, Extra<'t, Er>>| {
                 let span = sp(e.span());
                 let source = source_of(e);
                 push_diag(
@@ -1703,11 +1768,12 @@ fn merge_text(parts: Vec<StrPart>) -> Vec<StrPart> {
 }
 
 /// `{ program }` or `{ |p …| program }`.
-fn block_parser<'t, I, P, Q>(pattern: P, program: Q) -> impl Parser<'t, I, Block, Extra<'t>> + Clone
+fn block_parser<'t, I, Er, P, Q>(pattern: P, program: Q) -> impl Parser<'t, I, Block, Extra<'t, Er>> + Clone
 where
     I: ValueInput<'t, Token = PTok<'t>, Span = SimpleSpan>,
-    P: Parser<'t, I, Pattern, Extra<'t>> + Clone,
-    Q: Parser<'t, I, Program, Extra<'t>> + Clone,
+    Er: ParseError<'t, I>,
+    P: Parser<'t, I, Pattern, Extra<'t, Er>> + Clone,
+    Q: Parser<'t, I, Program, Extra<'t, Er>> + Clone,
 {
     let params = choice((
         tok(K::Pipe)
@@ -1737,9 +1803,10 @@ where
         })
 }
 
-fn empty_params<'t, 'b, I>(e: &mut chumsky::input::MapExtra<'t, 'b, I, Extra<'t>>)
+fn empty_params<'t, 'b, I, Er>(e: &mut chumsky::input::MapExtra<'t, 'b, I, Extra<'t, Er>>)
 where
     I: ValueInput<'t, Token = PTok<'t>, Span = SimpleSpan>,
+    Er: ParseError<'t, I>,
 {
     let span = sp(e.span());
     let source = source_of(e);
@@ -1759,10 +1826,11 @@ where
 
 /// The expression grammar of `$[...]` (spec §17.1): `||` < `&&` < comparisons
 /// < `+ -` < `* / %` < unary `-`/`not`, all left-associative.
-fn expr_parser<'t, I, A>(atom: A) -> impl Parser<'t, I, Expr, Extra<'t>> + Clone
+fn expr_parser<'t, I, Er, A>(atom: A) -> impl Parser<'t, I, Expr, Extra<'t, Er>> + Clone
 where
     I: ValueInput<'t, Token = PTok<'t>, Span = SimpleSpan>,
-    A: Parser<'t, I, Atom, Extra<'t>> + Clone + 't,
+    Er: ParseError<'t, I>,
+    A: Parser<'t, I, Atom, Extra<'t, Er>> + Clone + 't,
 {
     recursive(move |expr| {
         let mk = |kind: ExprKind, span: Span| Expr {
@@ -1792,7 +1860,7 @@ where
                         ExprKind::Atom(mk_atom(Primary::Int(n), sp(span))),
                         sp(span),
                     )),
-                    _ => Err(Rich::custom(span, "not a negative literal")),
+                    _ => Err(Er::custom(span, "not a negative literal")),
                 }
             });
         let operand = recursive(|operand| {
@@ -1823,7 +1891,7 @@ where
                 any()
                     .filter(|t: &PTok<'t>| t.kind == K::Op(ExprOp::Assign))
                     .try_map(|_, span| {
-                        Err(Rich::custom(
+                        Err(Er::custom(
                             span,
                             "`=` is not an operator; compare with `==`",
                         ))
@@ -1886,4 +1954,18 @@ fn stray_bang(source: SourceId, span: Span) -> Diagnostic {
     )
     .with_note("`!` forces a block or a variable holding one: `!{cmd}`, `!$name`. It is not negation; negation is `not` inside `$[...]` (spec §5.3).")
     .with_help("write `!{…}` or `!$name` with no space, or quote the text: '!'")
+}
+
+fn juxtaposed(source: SourceId, span: Span) -> Diagnostic {
+    Diagnostic::new(
+        Code::UnexpectedToken,
+        source,
+        "Two values are written together",
+        span,
+        "this touches the value before it",
+    )
+    .with_note(
+        "ral never joins adjacent words, strings or variables; text is built by interpolation.",
+    )
+    .with_help("write the whole word as one double-quoted string, e.g. \"--out=$file\"")
 }

@@ -37,11 +37,19 @@
 //! [`builtins`] is the table of every builtin and prelude signature.
 
 pub mod builtins;
+pub mod check;
+pub mod env;
+mod infer;
 pub mod print;
 pub mod sig;
 pub mod ty;
 
 pub use builtins::{builtin_table, Builtin, BuiltinId, BuiltinKind, BuiltinTable, Layer};
+pub use check::{
+    check_program, check_source, CaptureSite, CheckOptions, Checked, Elaboration, HeadRes,
+    TopBinding,
+};
+pub use env::{EnvEntry, TypeEnv};
 pub use print::{print_scheme, print_ty, TyPrinter};
 pub use sig::{parse_scheme, SigError};
 pub use ty::{

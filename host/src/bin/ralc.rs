@@ -305,7 +305,9 @@ fn run(mode: Mode, files: &[String], out: &mut dyn Write, err: &mut dyn Write) -
         match mode {
             Mode::Check => {}
             Mode::Emit(Emit::Ast) => {
-                let _ = write!(out, "{}", ral_syntax::dump::dump_program(&parsed.program));
+                let tree = ral_syntax::dump::dump_program(&parsed.program);
+                let newline = if tree.ends_with('\n') { "" } else { "\n" };
+                let _ = write!(out, "{tree}{newline}");
             }
         }
     }
@@ -427,6 +429,16 @@ mod tests {
         );
         assert_eq!(parse_args(&args(&["--help", "x"])), Ok(Command::Help));
         assert_eq!(parse_args(&args(&["-V"])), Ok(Command::Version));
+    }
+
+    #[test]
+    fn only_errors_set_the_status() {
+        let mut sources = SourceMap::new();
+        let id = sources.add("t.ral", "echo hi\n");
+        let diag = Diagnostic::new(Code::ShellAndOr, id, "m", Span::new(0, 4), "l");
+        assert_eq!(status_of(&diag), EXIT_SYNTAX);
+        let warning = diag.with_severity(ral_syntax::Severity::Warning);
+        assert_eq!(status_of(&warning), EXIT_OK);
     }
 
     #[test]

@@ -1,0 +1,138 @@
+//! The checker's entry points and its result.
+//!
+//! [`check_program`] types a whole parsed unit against the session's
+//! [`TypeEnv`] and returns a [`Checked`]: the diagnostics, the top-level
+//! bindings with their schemes, and the elaboration side tables (keyed by
+//! [`NodeId`]) that lowering to IR reads. The checker never mutates the tree.
+
+use std::collections::HashMap;
+
+use ral_syntax::ast::{NodeId, Program};
+use ral_syntax::{Diagnostic, Parsed, SourceId};
+
+use crate::builtins::BuiltinId;
+use crate::env::{EnvEntry, TypeEnv};
+use crate::ty::{Scheme, Ty, TyStore};
+
+/// What the host tells the checker about the unit.
+#[derive(Clone, Debug, Default)]
+pub struct CheckOptions {
+    /// The source is a script file, so `$SCRIPT` is bound (to a `String`).
+    pub is_script: bool,
+}
+
+/// How a command head resolved (spec §6.3), recorded per stage.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum HeadRes {
+    /// A lexical or session binding of this name (forced or applied).
+    Binding(String),
+    /// A builtin or prelude row of the table, applied as a value.
+    Builtin(BuiltinId),
+    /// A base handler (`echo`, `detach`): receives the rendered argument list.
+    BaseHandler(BuiltinId),
+    /// An external or bundled command by name (also every `^name`).
+    External(String),
+    /// A path head (`./p`, `/usr/bin/x`, `~/bin/t`): run that file.
+    Path(String),
+    /// An explicit value head (`$f`, `!{…}`, a literal): returned or applied.
+    Value,
+}
+
+/// Where a capture (`F_w Unit` → `F_p String`, §17.5) was inserted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum CaptureSite {
+    /// The whole right-hand side of the `let` whose *pattern* has this id.
+    LetRhs,
+    /// A forced atom `!{…}` / `!$b` in value position (the `Force` atom's id).
+    Force,
+    /// A branch arm (the arm atom's id; for `?`, the id of the alternative's
+    /// final stage) whose command output becomes the join's value.
+    JoinArm,
+    /// A block argument of grade w passed where a value-returning function is
+    /// expected (the argument atom's id): its innermost body is captured.
+    BlockArg,
+}
+
+/// The elaboration side tables the IR lowering reads.
+#[derive(Clone, Debug, Default)]
+pub struct Elaboration {
+    /// The computation type of every stage (after redirects), by stage id.
+    pub stage_types: HashMap<NodeId, Ty>,
+    /// The value type of every atom the checker typed, by atom id.
+    pub atom_types: HashMap<NodeId, Ty>,
+    /// Captures, keyed as [`CaptureSite`] explains.
+    pub captures: HashMap<NodeId, CaptureSite>,
+    /// How each command stage's head resolved, by stage id.
+    pub heads: HashMap<NodeId, HeadRes>,
+    /// Let patterns whose right-hand side grade was still a variable and
+    /// defaulted to p (the only defaulting point, §17.5).
+    pub grade_defaults: Vec<NodeId>,
+}
+
+/// One top-level binding and its scheme (may share monomorphic parts with
+/// [`Checked::store`]; print with `print_scheme(&s, Some(&checked.store))`).
+#[derive(Clone, Debug)]
+pub struct TopBinding {
+    pub name: String,
+    pub scheme: Scheme,
+    /// The index of the top-level statement that made it.
+    pub stmt: usize,
+    /// The span of the bound name.
+    pub span: ral_syntax::Span,
+}
+
+/// The result of checking one unit.
+#[derive(Debug)]
+pub struct Checked {
+    /// Type-phase diagnostics, in the order found.
+    pub diagnostics: Vec<Diagnostic>,
+    /// Top-level bindings in statement order.
+    pub bindings: Vec<TopBinding>,
+    /// The same bindings with closed schemes, for [`TypeEnv::extend_with`].
+    pub(crate) closed_bindings: Vec<(String, EnvEntry, usize)>,
+    /// The side tables.
+    pub elab: Elaboration,
+    /// The store every `Ty` above lives in.
+    pub store: TyStore,
+}
+
+impl Checked {
+    /// Whether any diagnostic is an error.
+    pub fn has_errors(&self) -> bool {
+        self.diagnostics.iter().any(Diagnostic::is_error)
+    }
+
+    /// The printed scheme of the last top-level binding of `name`.
+    pub fn binding_type(&self, name: &str) -> Option<String> {
+        self.bindings
+            .iter()
+            .rev()
+            .find(|b| b.name == name)
+            .map(|b| crate::print::print_scheme(&b.scheme, Some(&self.store)))
+    }
+}
+
+/// Checks a parsed unit against the session environment.
+pub fn check_program(
+    program: &Program,
+    source: SourceId,
+    env: &TypeEnv,
+    opts: &CheckOptions,
+) -> Checked {
+    ral_syntax::with_stack(|| crate::infer::run(program, source, env, opts))
+}
+
+/// Parses and, when parsing found no error, checks `src` (for `ralc --check`).
+/// `name` ending in `.ral` or containing `/` is taken to be a script file.
+pub fn check_source(src: &str, name: &str, env: &TypeEnv) -> (Parsed, Option<Checked>) {
+    let source = SourceId(0);
+    let parsed = ral_syntax::parse(src, source);
+    if parsed.has_errors() {
+        return (parsed, None);
+    }
+    let opts = CheckOptions {
+        is_script: name.ends_with(".ral") || name.contains('/'),
+    };
+    let checked = check_program(&parsed.program, source, env, &opts);
+    (parsed, Some(checked))
+}

@@ -1,0 +1,88 @@
+//! The session's accumulated bindings, carried from one checked turn to the next.
+//!
+//! A [`TypeEnv`] maps a name to a *closed* [`Scheme`] (one that refers to no
+//! store), so it outlives the store of the turn that produced it and is cheap
+//! to clone (one `Arc`). The builtin table is not copied in: lookups fall back
+//! to [`crate::builtin_table`] after the session bindings, so an empty env is
+//! "seeded from the builtin table" at no cost.
+//!
+//! **Failed turns.** A turn's [`crate::Checked::bindings`] lists every
+//! top-level binding in statement order. A host whose run failed part-way
+//! calls [`TypeEnv::extend_with_prefix`] with the number of top-level
+//! statements that completed; the bindings those statements made those bindings keep the schemes the checker gave them (the
+//! checker typed the whole unit, so each landed binding's scheme is already
+//! the one its later uses were checked against).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use crate::check::Checked;
+use crate::ty::Scheme;
+
+/// One session binding.
+#[derive(Clone, Debug)]
+pub struct EnvEntry {
+    /// The closed scheme.
+    pub scheme: Scheme,
+    /// Whether the binding's type had weak (unit-monomorphic) residuals when it
+    /// was closed; such a binding is instantiated once per turn and made weak
+    /// again, so every use in that turn shares one type.
+    pub weak: bool,
+}
+
+/// The session environment: name → scheme, persistent across turns.
+#[derive(Clone, Debug, Default)]
+pub struct TypeEnv {
+    names: Arc<HashMap<String, EnvEntry>>,
+}
+
+impl TypeEnv {
+    /// The environment with only the builtins (which are looked up on demand).
+    pub fn new() -> TypeEnv {
+        TypeEnv::default()
+    }
+
+    /// The session binding for `name`, if any (builtins are not included).
+    pub fn get(&self, name: &str) -> Option<&EnvEntry> {
+        self.names.get(name)
+    }
+
+    /// Every session name (for did-you-mean suggestions).
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.names.keys().map(String::as_str)
+    }
+
+    /// The number of session bindings.
+    pub fn len(&self) -> usize {
+        self.names.len()
+    }
+
+    /// Whether there are no session bindings.
+    pub fn is_empty(&self) -> bool {
+        self.names.is_empty()
+    }
+
+    /// Binds one name (used by hosts that define names themselves).
+    pub fn insert(&mut self, name: impl Into<String>, entry: EnvEntry) {
+        Arc::make_mut(&mut self.names).insert(name.into(), entry);
+    }
+
+    /// This environment plus every top-level binding of a successful turn.
+    pub fn extend_with(&self, checked: &Checked) -> TypeEnv {
+        self.extend_with_prefix(checked, usize::MAX)
+    }
+
+    /// This environment plus the bindings made by the first `landed` top-level
+    /// statements of a turn
+    /// (a failed run keeps the bindings made before the failure, §5.6).
+    pub fn extend_with_prefix(&self, checked: &Checked, landed: usize) -> TypeEnv {
+        let mut out = self.clone();
+        let map = Arc::make_mut(&mut out.names);
+        for (name, entry, stmt) in &checked.closed_bindings {
+            if *stmt < landed {
+                map.insert(name.clone(), entry.clone());
+            }
+        }
+        out
+    }
+}

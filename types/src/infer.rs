@@ -1,0 +1,1823 @@
+//! Inference: name resolution, HM with levels, the grade split, captures,
+//! joins, pipelines and recursive block groups (spec §5, §6, §8, §17.3–17.7).
+//!
+//! Statements, chains, pipelines and stages have *computation* types; atoms
+//! have *value* types. A block literal `{|p q| body}` is `U (A -> B -> C)`.
+//!
+//! Known gaps (typed permissively, never a panic): handler arms
+//! (`within [handlers: …]`) are not checked against `standsFor`; `grant` and
+//! `within` options are typed as ordinary values; computed indexes are decided
+//! immediately from what is known (default: map) instead of deferred; the
+//! block-argument capture of §17.5(2) is applied to one arrow level only.
+
+use std::collections::HashMap;
+
+use ral_syntax::ast::{
+    Arg, Atom, BinOp, Block, Case, Chain, Command, Entry, Expr, ExprKind, Head, HeadClass, If, Key,
+    ListItem, NodeId, Pattern, PatternKind, Pipeline, Primary, Program, Redirect, RedirectKind,
+    ScopeForm, ScopeKind, Stage, StageKind, Stmt, StrLit, StrPart, UnOp,
+};
+use ral_syntax::{Code, Diagnostic, SourceId, Span};
+
+use crate::builtins::{builtin_table, BuiltinKind};
+use crate::check::{CaptureSite, CheckOptions, Checked, Elaboration, HeadRes, TopBinding};
+use crate::env::{EnvEntry, TypeEnv};
+use crate::print::TyPrinter;
+use crate::ty::{Alphabet, Con, Kind, Label, Scheme, SchemeNode, Ty, TyStore, TyView, UnifyError};
+
+/// A name in scope.
+#[derive(Clone, Debug)]
+struct Bound {
+    scheme: Scheme,
+    span: Option<Span>,
+}
+
+struct Infer<'a> {
+    store: TyStore,
+    source: SourceId,
+    env: &'a TypeEnv,
+    opts: &'a CheckOptions,
+    /// name → stack of bindings (innermost last).
+    scope: HashMap<String, Vec<Bound>>,
+    /// Undo log of names pushed, per open scope.
+    frames: Vec<Vec<String>>,
+    /// Forward slots for named blocks later in an enclosing statement list.
+    forward: HashMap<String, Vec<Ty>>,
+    /// Depth of named-block right-hand sides being checked.
+    in_block_rhs: u32,
+    /// Session entries instantiated this turn for weak bindings.
+    weak_cache: HashMap<String, Ty>,
+    diags: Vec<Diagnostic>,
+    elab: Elaboration,
+}
+
+/// Checks a unit (called on a grown stack by [`crate::check::check_program`]).
+pub(crate) fn run(
+    program: &Program,
+    source: SourceId,
+    env: &TypeEnv,
+    opts: &CheckOptions,
+) -> Checked {
+    let mut cx = Infer {
+        store: TyStore::new(),
+        source,
+        env,
+        opts,
+        scope: HashMap::new(),
+        frames: vec![Vec::new()],
+        forward: HashMap::new(),
+        in_block_rhs: 0,
+        weak_cache: HashMap::new(),
+        diags: Vec::new(),
+        elab: Elaboration::default(),
+    };
+    let mut bindings = Vec::new();
+    cx.stmts(&program.stmts, Some(&mut bindings));
+    let mut closed = Vec::with_capacity(bindings.len());
+    for b in &bindings {
+        let (scheme, weak) = close_scheme(&cx.store, &b.scheme);
+        closed.push((b.name.clone(), EnvEntry { scheme, weak }, b.stmt));
+    }
+    Checked {
+        diagnostics: cx.diags,
+        bindings,
+        closed_bindings: closed,
+        elab: cx.elab,
+        store: cx.store,
+    }
+}
+
+/// What a comp type's result currently is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum GradeIs {
+    Pure,
+    Write,
+    Unknown,
+}
+
+/// Where a unification happens, to word its diagnostic.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Ctx {
+    Plain,
+    Interpolation,
+    Equality,
+}
+
+impl<'a> Infer<'a> {
+    // ---- diagnostics --------------------------------------------------------
+
+    fn diag(
+        &mut self,
+        code: Code,
+        title: impl Into<String>,
+        span: Span,
+        label: impl Into<String>,
+    ) -> usize {
+        self.diags
+            .push(Diagnostic::new(code, self.source, title, span, label));
+        self.diags.len() - 1
+    }
+
+    fn help(&mut self, i: usize, help: impl Into<String>) {
+        if let Some(d) = self.diags.get_mut(i) {
+            d.help = Some(help.into());
+        }
+    }
+
+    fn note(&mut self, i: usize, note: impl Into<String>) {
+        if let Some(d) = self.diags.get_mut(i) {
+            d.notes.push(note.into());
+        }
+    }
+
+    fn secondary(&mut self, i: usize, span: Span, text: impl Into<String>) {
+        if let Some(d) = self.diags.get_mut(i) {
+            d.secondary.push(ral_syntax::Label::new(span, text));
+        }
+    }
+
+    fn show(&self, t: Ty) -> String {
+        TyPrinter::new(&self.store).ty(t)
+    }
+
+    /// Unifies, reporting a failure at `span` (with `what` naming the culprit).
+    fn unify_at(&mut self, expected: Ty, found: Ty, span: Span, what: &str) -> bool {
+        self.unify_ctx(expected, found, span, what, Ctx::Plain)
+    }
+
+    fn unify_ctx(&mut self, expected: Ty, found: Ty, span: Span, what: &str, ctx: Ctx) -> bool {
+        match self.store.unify(expected, found) {
+            Ok(()) => true,
+            Err(e) => {
+                self.report(e, span, what, ctx);
+                false
+            }
+        }
+    }
+
+    fn report(&mut self, e: UnifyError, span: Span, what: &str, ctx: Ctx) {
+        match e {
+            UnifyError::Mismatch { expected, found } => {
+                let (x, f) = {
+                    let mut p = TyPrinter::new(&self.store);
+                    (p.ty(expected), p.ty(found))
+                };
+                let i = self.diag(
+                    Code::TypeMismatch,
+                    format!("{what} has type `{f}` where `{x}` is expected"),
+                    span,
+                    format!("this is `{f}`"),
+                );
+                if x == "Command" && f.starts_with("Returns") {
+                    self.help(i, "a command is expected here; write the value's text with `echo`, or bind it with `let`");
+                } else if f == "Command" && x.starts_with("Returns") {
+                    self.help(i, "a value is expected here; bind the command's output first: `let out = …`, then use `$out`");
+                } else if ctx == Ctx::Equality {
+                    self.note(i, "equality compares two values of one type; convert one side first (`int`, `float`, `str`)");
+                }
+            }
+            UnifyError::MissingLabel {
+                label,
+                alphabet,
+                field,
+                ..
+            } => {
+                let f = self.show(field);
+                let (code, title, help) = match alphabet {
+                    Alphabet::Field => (
+                        Code::MissingField,
+                        format!("{what} has no field `{label}` where one is needed"),
+                        format!("add `{label}: …` to the record, or read a field it has"),
+                    ),
+                    Alphabet::Tag => (
+                        Code::MissingField,
+                        format!("tag `{label}` is not one {what} can carry"),
+                        format!("remove the arm or value for `{label}`, or add it where the variant is made"),
+                    ),
+                };
+                let i = self.diag(
+                    code,
+                    title,
+                    span,
+                    format!("`{label}` has type `{f}` on the other side"),
+                );
+                self.help(i, help);
+            }
+            UnifyError::KindViolation { kind, found, .. } => {
+                let f = self.show(found);
+                if ctx == Ctx::Interpolation {
+                    let i = self.diag(
+                        Code::InterpolationKind,
+                        format!("a `{f}` cannot be interpolated into a string"),
+                        span,
+                        format!("this is `{f}`"),
+                    );
+                    self.help(i, "interpolate a Bool, Int, Float or String; convert other data with `str` first: `!{str $x}`");
+                } else {
+                    let i = self.diag(
+                        Code::KindMismatch,
+                        format!("{what} is `{f}`, which is not {kind}"),
+                        span,
+                        format!("this must be {kind}, but is `{f}`"),
+                    );
+                    self.help(i, "convert the value first (`int`, `float`, `str`), or use an operator that takes this type");
+                }
+            }
+            UnifyError::KindConflict {
+                expected, found, ..
+            } => {
+                let i = self.diag(
+                    Code::KindMismatch,
+                    format!("{what} would need to be both {expected} and {found}"),
+                    span,
+                    "no type is both",
+                );
+                self.help(i, "use the value at one kind of type only");
+            }
+            UnifyError::NotData { found, .. } => {
+                let f = self.show(found);
+                let i = self.diag(
+                    Code::EqualityOnFunction,
+                    format!("{what} contains `{f}`, which is not data"),
+                    span,
+                    "functions and handles cannot be compared, printed or encoded",
+                );
+                self.help(
+                    i,
+                    "compare or encode the data the function produces instead",
+                );
+            }
+            UnifyError::Infinite { var, ty } => {
+                let (v, t) = {
+                    let mut p = TyPrinter::new(&self.store);
+                    (p.ty(var), p.ty(ty))
+                };
+                let i = self.diag(
+                    Code::InfiniteType,
+                    format!("{what} would need an infinite type `{v} = {t}`"),
+                    span,
+                    "this use makes the type contain itself",
+                );
+                self.note(i, "a recursive type must pass through a list, map, record field or variant payload");
+            }
+            UnifyError::SortMismatch { expected, found } => {
+                let i = self.diag(
+                    Code::TypeMismatch,
+                    format!("{what} is a {found} where a {expected} is expected"),
+                    span,
+                    "here",
+                );
+                self.note(i, "a value and a computation were confused");
+            }
+        }
+    }
+
+    // ---- scopes --------------------------------------------------------------
+
+    fn push_frame(&mut self) {
+        self.frames.push(Vec::new());
+    }
+
+    fn pop_frame(&mut self) {
+        if let Some(names) = self.frames.pop() {
+            for n in names {
+                if let Some(stack) = self.scope.get_mut(&n) {
+                    stack.pop();
+                }
+            }
+        }
+    }
+
+    fn bind(&mut self, name: &str, scheme: Scheme, span: Option<Span>) {
+        self.scope
+            .entry(name.to_owned())
+            .or_default()
+            .push(Bound { scheme, span });
+        if let Some(f) = self.frames.last_mut() {
+            f.push(name.to_owned());
+        }
+    }
+
+    fn local(&self, name: &str) -> Option<&Bound> {
+        self.scope.get(name).and_then(|s| s.last())
+    }
+
+    /// A name's type if it is a binding (local, forward slot or session).
+    fn lookup_binding(&mut self, name: &str) -> Option<Ty> {
+        if let Some(b) = self.local(name) {
+            let s = b.scheme.clone();
+            return Some(self.store.instantiate(&s));
+        }
+        if self.in_block_rhs > 0 {
+            if let Some(t) = self.forward.get(name).and_then(|v| v.last()).copied() {
+                return Some(t);
+            }
+        }
+        if let Some(e) = self.env.get(name) {
+            if e.weak {
+                if let Some(t) = self.weak_cache.get(name) {
+                    return Some(*t);
+                }
+                let t = self.store.instantiate(&e.scheme);
+                self.store.make_weak(t);
+                self.weak_cache.insert(name.to_owned(), t);
+                return Some(t);
+            }
+            let s = e.scheme.clone();
+            return Some(self.store.instantiate(&s));
+        }
+        None
+    }
+
+    fn suggest(&self, name: &str) -> Option<String> {
+        let mut best: Option<(usize, &str)> = None;
+        let limit = (name.len() / 3).max(1);
+        let locals = self
+            .scope
+            .iter()
+            .filter(|(_, v)| !v.is_empty())
+            .map(|(k, _)| k.as_str());
+        let builtins = builtin_table()
+            .iter()
+            .filter(|b| b.kind != BuiltinKind::BaseHandler)
+            .map(|b| b.name);
+        for cand in locals.chain(self.env.names()).chain(builtins) {
+            if cand == name {
+                continue;
+            }
+            let d = edit_distance(name, cand);
+            if d <= limit && best.is_none_or(|(bd, bn)| d < bd || (d == bd && cand < bn)) {
+                best = Some((d, cand));
+            }
+        }
+        best.map(|(_, n)| n.to_owned())
+    }
+
+    /// `$name` in value position.
+    fn var(&mut self, name: &str, span: Span) -> Ty {
+        if name == "SCRIPT" && self.local(name).is_none() {
+            if self.opts.is_script {
+                return self.store.string();
+            }
+            let i = self.diag(
+                Code::ScriptOutsideFile,
+                "`$SCRIPT` is read outside a script file",
+                span,
+                "there is no script path here",
+            );
+            self.help(
+                i,
+                "pass the path as an argument instead, or run the program from a file",
+            );
+            return self.store.error();
+        }
+        if let Some(t) = self.lookup_binding(name) {
+            return t;
+        }
+        if let Some(b) = builtin_table().get(name) {
+            if b.kind == BuiltinKind::BaseHandler {
+                let i = self.diag(
+                    Code::BaseHandlerValue,
+                    format!("`${name}` reads a base handler as a value"),
+                    span,
+                    format!("`{name}` is a command, not a value"),
+                );
+                self.help(
+                    i,
+                    format!("wrap it in a block: `{{ |args| {name} ...$args }}`"),
+                );
+                return self.store.error();
+            }
+            let s = b.scheme.clone();
+            let c = self.store.instantiate(&s);
+            return self.store.thunk(c);
+        }
+        let i = self.diag(
+            Code::UnboundName,
+            format!("`${name}` is not bound"),
+            span,
+            "no binding of this name is in scope",
+        );
+        match self.suggest(name) {
+            Some(s) => self.help(i, format!("did you mean `${s}`?")),
+            None => self.help(i, format!("bind it first: `let {name} = …`")),
+        }
+        self.store.error()
+    }
+
+    // ---- statements ----------------------------------------------------------
+
+    /// Types a statement list; returns the computation type of the last
+    /// statement (`Returns Unit` when empty or ending in `let`).
+    fn stmts(&mut self, stmts: &[Stmt], mut top: Option<&mut Vec<TopBinding>>) -> Ty {
+        // Forward slots for named blocks not yet bound (§5.7).
+        let mut slots: Vec<String> = Vec::new();
+        for s in stmts {
+            if let Stmt::Let(l) = s {
+                if let (PatternKind::Bind(n), Some(_)) = (&l.pattern.kind, block_rhs(&l.value)) {
+                    if self.local(&n.text).is_none() && !slots.contains(&n.text) {
+                        slots.push(n.text.clone());
+                    }
+                }
+            }
+        }
+        let mut open: HashMap<String, Ty> = HashMap::new();
+        for n in &slots {
+            self.store.enter_level();
+            let t = self.store.fresh_value();
+            self.store.exit_level();
+            self.forward.entry(n.clone()).or_default().push(t);
+            open.insert(n.clone(), t);
+        }
+        let mut last = None;
+        for (idx, s) in stmts.iter().enumerate() {
+            match s {
+                Stmt::Let(l) => {
+                    let names = self.let_stmt(l, &mut open);
+                    if let Some(out) = top.as_deref_mut() {
+                        for (name, scheme, span) in names {
+                            out.push(TopBinding {
+                                name,
+                                scheme,
+                                stmt: idx,
+                                span,
+                            });
+                        }
+                    }
+                    last = None;
+                }
+                Stmt::Chain(c) => last = Some(self.chain(c)),
+                Stmt::Error(_) => {
+                    let e = self.store.error();
+                    last = Some(e);
+                }
+            }
+        }
+        for n in &slots {
+            if let Some(v) = self.forward.get_mut(n) {
+                v.pop();
+            }
+        }
+        match last {
+            Some(t) => t,
+            None => {
+                let u = self.store.unit();
+                self.store.returns(u)
+            }
+        }
+    }
+
+    /// A `let`; returns the names it bound with their schemes.
+    fn let_stmt(
+        &mut self,
+        l: &ral_syntax::ast::Let,
+        open: &mut HashMap<String, Ty>,
+    ) -> Vec<(String, Scheme, Span)> {
+        let named_block = match &l.pattern.kind {
+            PatternKind::Bind(n) if block_rhs(&l.value).is_some() => Some(n.text.clone()),
+            _ => None,
+        };
+        self.store.enter_level();
+        let value = if let Some(name) = &named_block {
+            // Self and forward references see the slot while the block is checked.
+            let slot = match open.remove(name) {
+                Some(t) => t,
+                None => self.store.fresh_value(),
+            };
+            self.forward.entry(name.clone()).or_default().push(slot);
+            self.in_block_rhs += 1;
+            let c = self.chain(&l.value);
+            self.in_block_rhs -= 1;
+            if let Some(v) = self.forward.get_mut(name) {
+                v.pop();
+            }
+            let v = self.let_value(c, l.pattern.id, l.value.span);
+            self.unify_at(slot, v, l.value.span, "this block");
+            v
+        } else {
+            let c = self.chain(&l.value);
+            self.let_value(c, l.pattern.id, l.value.span)
+        };
+        let mut binds = Vec::new();
+        self.pattern(&l.pattern, value, &mut binds);
+        self.store.exit_level();
+        let mut out = Vec::new();
+        for (name, t, span) in binds {
+            let scheme = self.store.generalize(t);
+            self.bind(&name, scheme.clone(), Some(span));
+            out.push((name, scheme, span));
+        }
+        out
+    }
+
+    /// The value a `let` binds for a right-hand side of type `c`, inserting a
+    /// capture when `c` is a command (§17.5 (1)).
+    fn let_value(&mut self, c: Ty, pat: NodeId, span: Span) -> Ty {
+        let c = self.store.find(c);
+        match self.store.view(c) {
+            TyView::Con(Con::Arrow { .. }) => self.store.thunk(c),
+            TyView::Con(Con::Returns { grade, value }) => match self.grade_is(grade) {
+                GradeIs::Write => {
+                    self.elab.captures.insert(pat, CaptureSite::LetRhs);
+                    let u = self.store.unit();
+                    self.unify_at(u, value, span, "this command's result");
+                    self.store.string()
+                }
+                GradeIs::Pure => value,
+                GradeIs::Unknown => {
+                    self.elab.grade_defaults.push(pat);
+                    let _ = self.store.set_grade(grade, false);
+                    value
+                }
+            },
+            TyView::Con(Con::Error) => self.store.error(),
+            TyView::Var(..) | TyView::Con(_) => {
+                let v = self.store.fresh_value();
+                let r = self.store.returns(v);
+                self.unify_at(r, c, span, "this right-hand side");
+                v
+            }
+        }
+    }
+
+    fn grade_is(&mut self, g: Ty) -> GradeIs {
+        match self.store.view(g) {
+            TyView::Con(Con::Pure) => GradeIs::Pure,
+            TyView::Con(Con::Write) => GradeIs::Write,
+            TyView::Var(..) | TyView::Con(_) => GradeIs::Unknown,
+        }
+    }
+
+    // ---- patterns ------------------------------------------------------------
+
+    fn pattern(&mut self, p: &Pattern, t: Ty, out: &mut Vec<(String, Ty, Span)>) {
+        match &p.kind {
+            PatternKind::Wildcard | PatternKind::Error => {}
+            PatternKind::Bind(n) => out.push((n.text.clone(), t, n.span)),
+            PatternKind::List { items, rest } => {
+                let e = self.store.fresh_value();
+                let l = self.store.list(e);
+                if !self.unify_at(l, t, p.span, "the value this list pattern destructures") {
+                    return;
+                }
+                for it in items {
+                    self.pattern(it, e, out);
+                }
+                if let Some(r) = rest {
+                    if r.text != "_" {
+                        out.push((r.text.clone(), l, r.span));
+                    }
+                }
+            }
+            PatternKind::Record { fields } => {
+                let mut tys = Vec::new();
+                for f in fields {
+                    let v = self.store.fresh_value();
+                    tys.push((Label::intern(&f.key.text), v));
+                }
+                if let Some(r) = self.store.open_record(&tys) {
+                    if !self.unify_at(r, t, p.span, "the value this record pattern destructures") {
+                        return;
+                    }
+                }
+                for (f, (_, v)) in fields.iter().zip(tys) {
+                    self.pattern(&f.pattern, v, out);
+                }
+            }
+        }
+    }
+
+    fn bind_params(&mut self, p: &Pattern, t: Ty) {
+        let mut binds = Vec::new();
+        self.pattern(p, t, &mut binds);
+        for (n, t, s) in binds {
+            self.bind(&n, Scheme::mono(t), Some(s));
+        }
+    }
+
+    // ---- chains, pipelines, stages -------------------------------------------
+
+    fn chain(&mut self, c: &Chain) -> Ty {
+        let mut arms = Vec::new();
+        for p in &c.alternatives {
+            let t = self.pipeline(p);
+            let id = p.stages.last().map_or(NodeId(0), |s| s.id);
+            arms.push((t, id, p.span));
+        }
+        if arms.len() == 1 {
+            return arms[0].0;
+        }
+        self.join(&arms)
+    }
+
+    fn pipeline(&mut self, p: &Pipeline) -> Ty {
+        let n = p.stages.len();
+        let mut last = None;
+        for (i, s) in p.stages.iter().enumerate() {
+            let t = self.stage(s);
+            if n > 1 {
+                self.check_stage(s, t, i, n);
+            }
+            last = Some(t);
+        }
+        match last {
+            Some(t) => t,
+            None => self.store.error(),
+        }
+    }
+
+    /// The pipe rule's side conditions for stage `i` of `n` (§17.4).
+    fn check_stage(&mut self, s: &Stage, t: Ty, i: usize, n: usize) {
+        if i > 0 {
+            if let Some(r) = stage_redirects(s).iter().find(|r| {
+                r.fd == 0 && matches!(r.op, RedirectKind::Read(_) | RedirectKind::Here(_))
+            }) {
+                let i = self.diag(
+                    Code::PipeStdinRedirect,
+                    "a later pipeline stage redirects its standard input",
+                    r.span,
+                    "this stage already reads the pipe",
+                );
+                self.help(
+                    i,
+                    "remove the redirect, or start a new pipeline with this stage first",
+                );
+            }
+        }
+        let t = self.store.find(t);
+        if let TyView::Con(Con::Arrow { param, .. }) = self.store.view(t) {
+            let want = self.show(param);
+            let i = self.diag(
+                Code::PipeStagePartial,
+                "a function still waiting for an argument is used as a pipeline stage",
+                s.span,
+                format!("this still needs a `{want}`"),
+            );
+            self.help(
+                i,
+                "apply it to all its arguments, or wrap it: `{ |x| f $x }` is a value, not a stage",
+            );
+            return;
+        }
+        if i + 1 == n {
+            return;
+        }
+        if let StageKind::Command(cmd) = &s.kind {
+            if let HeadClass::Bare(name) = cmd.head.class() {
+                let is_decoder = self.local(name).is_none()
+                    && self.env.get(name).is_none()
+                    && builtin_table()
+                        .get(name)
+                        .is_some_and(|b| b.kind == BuiltinKind::Decoder);
+                if is_decoder {
+                    let i = self.diag(
+                        Code::PipeStageDecoder,
+                        format!("the decoder `{name}` feeds a pipe"),
+                        s.span,
+                        "a decoder reads its input and returns a value; it writes nothing",
+                    );
+                    self.help(i, format!("move `{name}` to the end of the pipeline"));
+                    return;
+                }
+            }
+            if matches!(cmd.head.class(), HeadClass::Value)
+                && cmd.args.is_empty()
+                && !matches!(
+                    cmd.head,
+                    Head::Atom(Atom {
+                        primary: Primary::Force(_),
+                        ..
+                    })
+                )
+            {
+                let i = self.diag(
+                    Code::PipeStageValue,
+                    "a value feeds a pipe",
+                    s.span,
+                    "a value writes nothing to its output",
+                );
+                self.help(
+                    i,
+                    "write it out first: `echo $x | …`, or `to-json $x | …` for data",
+                );
+                return;
+            }
+        }
+        // Non-final stages are commands: F_ε Unit.
+        let g = self.store.fresh_grade();
+        let u = self.store.unit();
+        let want = self.store.returns_graded(g, u);
+        if self.store.unify(want, t).is_err() {
+            let f = self.show(t);
+            let i = self.diag(
+                Code::PipeStageResult,
+                format!("a stage of type `{f}` feeds a pipe"),
+                s.span,
+                "a non-final stage must be a command that writes",
+            );
+            self.help(
+                i,
+                "make the stage write its result (`echo`, `to-json`), or move it to the end",
+            );
+        }
+    }
+
+    fn stage(&mut self, s: &Stage) -> Ty {
+        let t = match &s.kind {
+            StageKind::Return(a) => {
+                let v = match a {
+                    Some(a) => self.atom(a),
+                    None => self.store.unit(),
+                };
+                self.store.returns(v)
+            }
+            StageKind::If(f) => self.if_form(f),
+            StageKind::Case(c) => self.case_form(c),
+            StageKind::Scope(sc) => self.scope_form(sc),
+            StageKind::Command(c) => self.command(s, c),
+        };
+        let t = self.redirects(stage_redirects(s), t);
+        self.elab.stage_types.insert(s.id, t);
+        t
+    }
+
+    fn redirects(&mut self, rs: &[Redirect], t: Ty) -> Ty {
+        let mut out_redirected = false;
+        for r in rs {
+            match &r.op {
+                RedirectKind::Write(a)
+                | RedirectKind::Stream(a)
+                | RedirectKind::Append(a)
+                | RedirectKind::Read(a) => {
+                    let v = self.atom(a);
+                    let s = self.store.string();
+                    self.unify_at(s, v, a.span, "a redirect target");
+                    if r.fd == 1 && !matches!(r.op, RedirectKind::Read(_)) {
+                        out_redirected = true;
+                    }
+                }
+                RedirectKind::Here(a) => {
+                    let v = self.atom(a);
+                    let _ = self.store.constrain(
+                        v,
+                        Kind::new(
+                            crate::ty::HeadSet::STRING.or(crate::ty::HeadSet::BYTES),
+                            false,
+                        ),
+                        None,
+                    );
+                }
+                RedirectKind::Dup { .. } => {}
+            }
+        }
+        if !out_redirected {
+            return t;
+        }
+        // Redirecting stdout discharges the output: F_ε A becomes F_p A.
+        let t = self.store.find(t);
+        match self.store.view(t) {
+            TyView::Con(Con::Returns { value, .. }) => self.store.returns(value),
+            TyView::Con(Con::Arrow { .. }) | TyView::Con(Con::Error) => t,
+            TyView::Var(..) | TyView::Con(_) => {
+                let g = self.store.fresh_grade();
+                let v = self.store.fresh_value();
+                let r = self.store.returns_graded(g, v);
+                let _ = self.store.unify(r, t);
+                self.store.returns(v)
+            }
+        }
+    }
+
+    // ---- commands ------------------------------------------------------------
+
+    fn command(&mut self, s: &Stage, c: &Command) -> Ty {
+        match c.head.class() {
+            HeadClass::Caret(name) => {
+                self.elab
+                    .heads
+                    .insert(s.id, HeadRes::External(name.to_owned()));
+                self.argv(c, true)
+            }
+            HeadClass::Path(p) => {
+                self.elab.heads.insert(s.id, HeadRes::Path(p.to_owned()));
+                self.argv(c, true)
+            }
+            HeadClass::Bare(name) => self.bare_head(s, c, name),
+            HeadClass::Value => {
+                self.elab.heads.insert(s.id, HeadRes::Value);
+                let Head::Atom(a) = &c.head else {
+                    return self.store.error();
+                };
+                if let (Primary::Force(inner), true) = (&a.primary, a.indexes.is_empty()) {
+                    let v = self.atom(inner);
+                    let comp = self.force_comp(v, inner.span);
+                    return self.apply_args(comp, c, a.span);
+                }
+                let v = self.atom(a);
+                if c.args.is_empty() {
+                    return self.store.returns(v);
+                }
+                let comp = self.expect_thunk(v, a.span, None);
+                self.apply_args(comp, c, a.span)
+            }
+        }
+    }
+
+    fn bare_head(&mut self, s: &Stage, c: &Command, name: &str) -> Ty {
+        let span = c.head.span();
+        if let Some(v) = self.lookup_binding(name) {
+            self.elab
+                .heads
+                .insert(s.id, HeadRes::Binding(name.to_owned()));
+            let before = self.diags.len();
+            let comp = self.expect_thunk(v, span, Some(name));
+            if self.diags.len() > before {
+                if let Some(at) = self.local(name).and_then(|b| b.span) {
+                    self.secondary(before, at, format!("`{name}` is bound here"));
+                }
+            }
+            return self.apply_args(comp, c, span);
+        }
+        let table = builtin_table();
+        if let (Some(b), Some(id)) = (table.get(name), table.id(name)) {
+            if b.kind == BuiltinKind::BaseHandler {
+                self.elab.heads.insert(s.id, HeadRes::BaseHandler(id));
+                self.argv(c, false);
+                let sch = b.scheme.clone();
+                let t = self.store.instantiate(&sch);
+                return match self.store.view(t) {
+                    TyView::Con(Con::Arrow { result, .. }) => result,
+                    TyView::Var(..) | TyView::Con(_) => self.store.command(),
+                };
+            }
+            self.elab.heads.insert(s.id, HeadRes::Builtin(id));
+            if name == "fail" {
+                self.fail_status(c);
+            }
+            let sch = b.scheme.clone();
+            let comp = self.store.instantiate(&sch);
+            return self.apply_args(comp, c, span);
+        }
+        self.elab
+            .heads
+            .insert(s.id, HeadRes::External(name.to_owned()));
+        self.argv(c, true)
+    }
+
+    /// `fail [status: 0, …]` is refused statically (§8.5).
+    fn fail_status(&mut self, c: &Command) {
+        let Some(Arg::Atom(a)) = c.args.first() else {
+            return;
+        };
+        let Primary::Record(entries) = &a.primary else {
+            return;
+        };
+        for e in entries {
+            if let Entry::Field {
+                key: Key::Static(k),
+                value,
+                ..
+            } = e
+            {
+                if k.text == "status" && matches!(value.primary, Primary::Int(0)) {
+                    let i = self.diag(
+                        Code::FailStatusZero,
+                        "`fail` is given status 0",
+                        value.span,
+                        "status 0 means success",
+                    );
+                    self.help(i, "use a non-zero status such as `status: 1`");
+                }
+            }
+        }
+    }
+
+    /// An argument list for an external (`os`) or a base handler.
+    fn argv(&mut self, c: &Command, os: bool) -> Ty {
+        for arg in &c.args {
+            let (a, spread) = match arg {
+                Arg::Atom(a) => (a, false),
+                Arg::Spread { value, .. } => (value, true),
+            };
+            let mut v = self.atom(a);
+            if spread {
+                let e = self.store.fresh_value();
+                let l = self.store.list(e);
+                self.unify_at(l, v, a.span, "a spread argument");
+                v = e;
+            }
+            if os {
+                let v = self.store.find(v);
+                if let TyView::Con(con) = self.store.view(v) {
+                    if matches!(
+                        con,
+                        Con::Bytes
+                            | Con::List(_)
+                            | Con::Map(_)
+                            | Con::Record(_)
+                            | Con::Thunk(_)
+                            | Con::Handle(_)
+                    ) {
+                        let f = self.show(v);
+                        let i = self.diag(
+                            Code::ExternalArgument,
+                            format!("an external command is given a `{f}`"),
+                            a.span,
+                            "operating-system arguments are text",
+                        );
+                        self.help(
+                            i,
+                            "spread a list with `...$xs`, or convert the value with `str` first",
+                        );
+                    }
+                }
+            }
+        }
+        self.store.command()
+    }
+
+    /// A value used as a command: it must be a thunk; returns its computation.
+    fn expect_thunk(&mut self, v: Ty, span: Span, name: Option<&str>) -> Ty {
+        let v = self.store.find(v);
+        match self.store.view(v) {
+            TyView::Con(Con::Thunk(c)) => c,
+            TyView::Con(Con::Error) => self.store.error(),
+            TyView::Var(..) => {
+                let c = self.store.fresh_comp();
+                let t = self.store.thunk(c);
+                self.unify_at(t, v, span, "this head");
+                c
+            }
+            TyView::Con(_) => {
+                let f = self.show(v);
+                let (title, help) = match name {
+                    Some(n) => (
+                        format!("`{n}` is bound to a `{f}`, which cannot be run"),
+                        format!("to run the command `{n}`, write `^{n}`; to use the value, write `${n}`"),
+                    ),
+                    None => (
+                        format!("a `{f}` is applied as if it were a function"),
+                        "only blocks, functions and builtins can be applied".to_owned(),
+                    ),
+                };
+                let i = self.diag(Code::NotAFunction, title, span, format!("this is `{f}`"));
+                self.help(i, help);
+                self.store.error()
+            }
+        }
+    }
+
+    fn force_comp(&mut self, v: Ty, span: Span) -> Ty {
+        self.expect_thunk(v, span, None)
+    }
+
+    /// Applies `comp` to the command's arguments, one at a time.
+    fn apply_args(&mut self, mut comp: Ty, c: &Command, head_span: Span) -> Ty {
+        for (k, arg) in c.args.iter().enumerate() {
+            let a = match arg {
+                Arg::Atom(a) => a,
+                Arg::Spread { value, span } => {
+                    let i = self.diag(
+                        Code::SpreadIntoValue,
+                        "a list is spread into the arguments of a function",
+                        *span,
+                        "a function takes its arguments one at a time",
+                    );
+                    self.help(i, "pass the arguments separately, or pass the list itself");
+                    let _ = self.atom(value);
+                    continue;
+                }
+            };
+            let arg_ty = self.atom(a);
+            let cf = self.store.find(comp);
+            match self.store.view(cf) {
+                TyView::Con(Con::Arrow { param, result }) => {
+                    self.pass_arg(param, arg_ty, a);
+                    comp = result;
+                }
+                TyView::Con(Con::Error) => return cf,
+                TyView::Var(..) => {
+                    let r = self.store.fresh_comp();
+                    let arr = self.store.arrow(arg_ty, r);
+                    self.unify_at(arr, cf, a.span, "this application");
+                    comp = r;
+                }
+                TyView::Con(_) => {
+                    let f = self.show(cf);
+                    let i = self.diag(
+                        Code::Arity,
+                        format!("too many arguments: {k} were expected"),
+                        a.span,
+                        "this argument is extra",
+                    );
+                    self.secondary(i, head_span, format!("after {k} argument(s) this is `{f}`"));
+                    self.help(i, "remove the extra arguments");
+                    for rest in c.args.iter().skip(k + 1) {
+                        if let Arg::Atom(x) = rest {
+                            let _ = self.atom(x);
+                        }
+                    }
+                    return self.store.error();
+                }
+            }
+        }
+        comp
+    }
+
+    /// Passes one argument, with the block-argument capture of §17.5 (2):
+    /// a `U (… -> F_w Unit)` where `U (… -> F_p β)` is wanted captures.
+    fn pass_arg(&mut self, param: Ty, arg: Ty, a: &Atom) {
+        let snap = self.store.snapshot();
+        if self.store.unify(param, arg).is_ok() {
+            self.store.commit(snap);
+            return;
+        }
+        self.store.rollback_to(snap);
+        if let (Some((pg, pv)), Some((ag, _))) = (self.thunk_result(param), self.thunk_result(arg))
+        {
+            if self.grade_is(ag) == GradeIs::Write && self.grade_is(pg) != GradeIs::Write {
+                let snap = self.store.snapshot();
+                let s = self.store.string();
+                let ok = self.store.set_grade(pg, false).is_ok()
+                    && self.store.unify(pv, s).is_ok()
+                    && self.unify_prefix(param, arg);
+                if ok {
+                    self.store.commit(snap);
+                    self.elab.captures.insert(a.id, CaptureSite::BlockArg);
+                    return;
+                }
+                self.store.rollback_to(snap);
+            }
+        }
+        self.unify_at(param, arg, a.span, "this argument");
+    }
+
+    /// For `U (A1 -> … -> F_g B)`, `(g, B)`.
+    fn thunk_result(&mut self, t: Ty) -> Option<(Ty, Ty)> {
+        let TyView::Con(Con::Thunk(mut c)) = self.store.view(t) else {
+            return None;
+        };
+        for _ in 0..64 {
+            match self.store.view(c) {
+                TyView::Con(Con::Arrow { result, .. }) => c = result,
+                TyView::Con(Con::Returns { grade, value }) => return Some((grade, value)),
+                TyView::Var(..) | TyView::Con(_) => return None,
+            }
+        }
+        None
+    }
+
+    /// Unifies the parameters of two thunked function types (same arity).
+    fn unify_prefix(&mut self, p: Ty, a: Ty) -> bool {
+        let (TyView::Con(Con::Thunk(mut x)), TyView::Con(Con::Thunk(mut y))) =
+            (self.store.view(p), self.store.view(a))
+        else {
+            return false;
+        };
+        loop {
+            match (self.store.view(x), self.store.view(y)) {
+                (
+                    TyView::Con(Con::Arrow {
+                        param: p1,
+                        result: r1,
+                    }),
+                    TyView::Con(Con::Arrow {
+                        param: p2,
+                        result: r2,
+                    }),
+                ) => {
+                    if self.store.unify(p1, p2).is_err() {
+                        return false;
+                    }
+                    x = r1;
+                    y = r2;
+                }
+                (TyView::Con(Con::Returns { .. }), TyView::Con(Con::Returns { .. })) => {
+                    return true
+                }
+                _ => return false,
+            }
+        }
+    }
+
+    // ---- joins ---------------------------------------------------------------
+
+    /// Joins arm computations in program order (§17.6).
+    fn join(&mut self, arms: &[(Ty, NodeId, Span)]) -> Ty {
+        let mut info = Vec::with_capacity(arms.len());
+        for &(t, _, _) in arms {
+            let t = self.store.find(t);
+            let gv = match self.store.view(t) {
+                TyView::Con(Con::Returns { grade, value }) => {
+                    let g = self.grade_is(grade);
+                    let unit = matches!(self.store.view(value), TyView::Con(Con::Unit));
+                    Some((g, unit, grade, value))
+                }
+                TyView::Var(..) | TyView::Con(_) => None,
+            };
+            info.push(gv);
+        }
+        let value_arm = info
+            .iter()
+            .flatten()
+            .find(|(g, unit, _, _)| *g == GradeIs::Pure && !unit)
+            .map(|x| x.3);
+        if let Some(a) = value_arm {
+            let result = self.store.returns(a);
+            for (&(t, id, span), gv) in arms.iter().zip(&info) {
+                match gv {
+                    Some((GradeIs::Write, _, _, v)) => {
+                        self.elab.captures.insert(id, CaptureSite::JoinArm);
+                        let u = self.store.unit();
+                        self.unify_at(u, *v, span, "this branch");
+                        let s = self.store.string();
+                        if self.store.unify(a, s).is_err() {
+                            let f = self.show(a);
+                            let i = self.diag(
+                                Code::TypeMismatch,
+                                format!("a command branch is joined with a branch returning `{f}`"),
+                                span,
+                                "this branch is a command; its output is a String",
+                            );
+                            self.help(
+                                i,
+                                format!(
+                                    "make every branch return a `{f}`, or every branch a command"
+                                ),
+                            );
+                        }
+                    }
+                    Some(_) | None => {
+                        self.unify_at(result, t, span, "this branch");
+                    }
+                }
+            }
+            return result;
+        }
+        if info
+            .iter()
+            .flatten()
+            .any(|(g, _, _, _)| *g == GradeIs::Write)
+        {
+            let result = self.store.command();
+            for (&(t, _, span), gv) in arms.iter().zip(&info) {
+                match gv {
+                    Some((GradeIs::Pure, true, _, _)) => {}
+                    Some((_, _, g, v)) => {
+                        let _ = self.store.set_grade(*g, true);
+                        let u = self.store.unit();
+                        self.unify_at(u, *v, span, "this branch");
+                    }
+                    None => {
+                        self.unify_at(result, t, span, "this branch");
+                    }
+                }
+            }
+            return result;
+        }
+        let first = arms[0].0;
+        for &(t, _, span) in &arms[1..] {
+            self.unify_at(first, t, span, "this branch");
+        }
+        first
+    }
+
+    /// The computation of an `if`/`case` arm: a block literal's body, or a
+    /// name's thunk forced; `params` are the payload types a case arm binds.
+    fn arm(&mut self, a: &Atom, payload: Option<Ty>) -> Ty {
+        if let (Primary::Block(b), true) = (&a.primary, a.indexes.is_empty()) {
+            self.push_frame();
+            let mut params = b.params.iter();
+            if let Some(p) = payload {
+                match params.next() {
+                    Some(pat) => self.bind_params(pat, p),
+                    None => {
+                        let u = self.store.unit();
+                        self.unify_at(u, p, a.span, "this tag's payload");
+                    }
+                }
+            }
+            let rest: Vec<&Pattern> = params.collect();
+            let mut tys = Vec::new();
+            for p in &rest {
+                let t = self.store.fresh_value();
+                self.bind_params(p, t);
+                tys.push(t);
+            }
+            let mut c = self.stmts(&b.body.stmts, None);
+            self.pop_frame();
+            for t in tys.into_iter().rev() {
+                c = self.store.arrow(t, c);
+            }
+            let th = self.store.thunk(c);
+            self.elab.atom_types.insert(a.id, th);
+            return c;
+        }
+        let v = self.atom(a);
+        let c = self.expect_thunk(v, a.span, None);
+        match payload {
+            Some(p) => {
+                let r = self.store.fresh_comp();
+                let arr = self.store.arrow(p, r);
+                self.unify_at(arr, c, a.span, "this arm");
+                r
+            }
+            None => c,
+        }
+    }
+
+    fn cond(&mut self, a: &Atom) {
+        let v = self.atom(a);
+        let b = self.store.bool();
+        self.unify_at(b, v, a.span, "this condition");
+    }
+
+    fn if_form(&mut self, f: &If) -> Ty {
+        let mut arms = Vec::new();
+        for br in &f.branches {
+            self.cond(&br.cond);
+            let c = self.arm(&br.arm, None);
+            arms.push((c, br.arm.id, br.arm.span));
+        }
+        match &f.else_arm {
+            Some(e) => {
+                let c = self.arm(e, None);
+                arms.push((c, e.id, e.span));
+                self.join(&arms)
+            }
+            None => {
+                let u = self.store.unit();
+                self.store.returns(u)
+            }
+        }
+    }
+
+    fn case_form(&mut self, c: &Case) -> Ty {
+        let scrut = self.atom(&c.scrutinee);
+        let mut tags = Vec::new();
+        let mut arms = Vec::new();
+        for arm in &c.arms {
+            let p = self.store.fresh_value();
+            tags.push((Label::intern(&arm.tag.text), p));
+            let t = self.arm(&arm.arm, Some(p));
+            arms.push((t, arm.arm.id, arm.arm.span));
+        }
+        if let Some(closed) = self.store.variant(&tags) {
+            if let Err(e) = self.store.unify(closed, scrut) {
+                match e {
+                    UnifyError::MissingLabel {
+                        label,
+                        alphabet: Alphabet::Tag,
+                        missing_on: crate::ty::Side::Expected,
+                        ..
+                    } => {
+                        let i = self.diag(
+                            Code::NonExhaustiveCase,
+                            format!("this `case` has no arm for `{label}`"),
+                            c.arms_span,
+                            format!("add an arm for `{label}`"),
+                        );
+                        self.secondary(i, c.scrutinee.span, "this value can carry it");
+                        self.help(i, format!("add `` `{label}: {{ … }} `` to the arms"));
+                    }
+                    other @ (UnifyError::Mismatch { .. }
+                    | UnifyError::MissingLabel { .. }
+                    | UnifyError::KindViolation { .. }
+                    | UnifyError::KindConflict { .. }
+                    | UnifyError::NotData { .. }
+                    | UnifyError::Infinite { .. }
+                    | UnifyError::SortMismatch { .. }) => {
+                        self.report(other, c.scrutinee.span, "the scrutinee", Ctx::Plain)
+                    }
+                }
+            }
+        }
+        if arms.is_empty() {
+            return self.store.error();
+        }
+        self.join(&arms)
+    }
+
+    fn scope_form(&mut self, sc: &ScopeForm) -> Ty {
+        match &sc.kind {
+            ScopeKind::Try { body, handler } => {
+                let b = self.arm(body, None);
+                let err = self.error_record();
+                let h = self.arm(handler, Some(err));
+                self.join(&[(b, body.id, body.span), (h, handler.id, handler.span)])
+            }
+            ScopeKind::Guard { body, cleanup } => {
+                let b = self.arm(body, None);
+                let _ = self.arm(cleanup, None);
+                b
+            }
+            ScopeKind::Within { options, body } => {
+                let _ = self.atom(options);
+                self.arm(body, None)
+            }
+            ScopeKind::Grant { caps, body } => {
+                let _ = self.atom(caps);
+                self.arm(body, None)
+            }
+            ScopeKind::Audit { body } => {
+                let b = self.arm(body, None);
+                let a = self.store.fresh_value();
+                let g = self.store.fresh_grade();
+                let r = self.store.returns_graded(g, a);
+                let _ = self.store.unify(r, b);
+                let err = self.error_record();
+                let outcome = self
+                    .store
+                    .variant(&[(Label::intern("ok"), a), (Label::intern("err"), err)]);
+                let obs = self.store.fresh_value();
+                let trail = self.store.list(obs);
+                let rec = outcome.and_then(|o| {
+                    self.store.record(&[
+                        (Label::intern("outcome"), o),
+                        (Label::intern("trail"), trail),
+                    ])
+                });
+                match rec {
+                    Some(r) => self.store.returns(r),
+                    None => self.store.error(),
+                }
+            }
+        }
+    }
+
+    /// The `try` error record `[cmd, status, message, site]` (§17.7).
+    fn error_record(&mut self) -> Ty {
+        let s = self.store.string();
+        let i = self.store.int();
+        let site = self.store.fresh_value();
+        self.store
+            .record(&[
+                (Label::intern("cmd"), s),
+                (Label::intern("status"), i),
+                (Label::intern("message"), s),
+                (Label::intern("site"), site),
+            ])
+            .unwrap_or(s)
+    }
+
+    // ---- atoms ---------------------------------------------------------------
+
+    fn atom(&mut self, a: &Atom) -> Ty {
+        let mut t = self.primary(a);
+        for ix in &a.indexes {
+            t = self.index(t, ix);
+        }
+        self.elab.atom_types.insert(a.id, t);
+        t
+    }
+
+    fn primary(&mut self, a: &Atom) -> Ty {
+        match &a.primary {
+            Primary::Word(_) => self.store.string(),
+            Primary::Int(_) => self.store.int(),
+            Primary::Float(_) => self.store.float(),
+            Primary::Bool(_) => self.store.bool(),
+            Primary::Unit => self.store.unit(),
+            Primary::Str(s) => self.string(s),
+            Primary::Var(n) => self.var(&n.text, n.span),
+            Primary::Expr(e) => self.expr(e),
+            Primary::Force(inner) => {
+                let v = self.atom(inner);
+                let c = self.force_comp(v, inner.span);
+                self.value_of(c, a.id, a.span)
+            }
+            Primary::Tag { name, payload } => {
+                let p = match payload {
+                    Some(p) => self.atom(p),
+                    None => self.store.unit(),
+                };
+                self.store
+                    .open_variant(&[(Label::intern(&name.text), p)])
+                    .unwrap_or(p)
+            }
+            Primary::Block(b) => self.block(b),
+            Primary::List(items) => {
+                let e = self.store.fresh_value();
+                let l = self.store.list(e);
+                for it in items {
+                    match it {
+                        ListItem::Item(x) => {
+                            let t = self.atom(x);
+                            self.unify_at(e, t, x.span, "this element");
+                        }
+                        ListItem::Spread { value, .. } => {
+                            let t = self.atom(value);
+                            self.unify_at(l, t, value.span, "this spread");
+                        }
+                    }
+                }
+                l
+            }
+            Primary::Record(entries) => self.record(entries, a.span),
+            Primary::Map(entries) => {
+                let e = self.store.fresh_value();
+                let m = self.store.map(e);
+                for en in entries {
+                    match en {
+                        Entry::Field { key, value, .. } => {
+                            if let Key::Computed(n) = key {
+                                let k = self.var(&n.text, n.span);
+                                let s = self.store.string();
+                                self.unify_at(s, k, n.span, "a map key");
+                            }
+                            let t = self.atom(value);
+                            self.unify_at(e, t, value.span, "this map value");
+                        }
+                        Entry::Spread { value, .. } => {
+                            let t = self.atom(value);
+                            self.unify_at(m, t, value.span, "this spread");
+                        }
+                    }
+                }
+                m
+            }
+            Primary::Error => self.store.error(),
+        }
+    }
+
+    /// The value of a forced computation in value position (captures a command).
+    fn value_of(&mut self, c: Ty, id: NodeId, span: Span) -> Ty {
+        let c = self.store.find(c);
+        match self.store.view(c) {
+            TyView::Con(Con::Returns { grade, value }) => match self.grade_is(grade) {
+                GradeIs::Write => {
+                    self.elab.captures.insert(id, CaptureSite::Force);
+                    let u = self.store.unit();
+                    self.unify_at(u, value, span, "this command's result");
+                    self.store.string()
+                }
+                GradeIs::Pure | GradeIs::Unknown => {
+                    let _ = self.store.set_grade(grade, false);
+                    value
+                }
+            },
+            TyView::Con(Con::Arrow { .. }) => self.store.thunk(c),
+            TyView::Var(..) | TyView::Con(_) => {
+                let v = self.store.fresh_value();
+                let r = self.store.returns(v);
+                self.unify_at(r, c, span, "this forced block");
+                v
+            }
+        }
+    }
+
+    fn record(&mut self, entries: &[Entry], span: Span) -> Ty {
+        let mut fields = Vec::new();
+        let mut base = None;
+        for en in entries {
+            match en {
+                Entry::Field { key, value, .. } => {
+                    let t = self.atom(value);
+                    let name = match key {
+                        Key::Static(n) | Key::Computed(n) => &n.text,
+                    };
+                    fields.push((Label::intern(name), t));
+                }
+                Entry::Spread { value, .. } => {
+                    let t = self.atom(value);
+                    match base {
+                        None => base = Some(t),
+                        Some(b) => {
+                            self.unify_at(b, t, value.span, "this spread");
+                        }
+                    }
+                }
+            }
+        }
+        match base {
+            None => self
+                .store
+                .record(&fields)
+                .unwrap_or_else(|| self.store.error()),
+            Some(b) => {
+                // An update names only fields the base has (§4.5).
+                if let Some(r) = self.store.open_record(&fields) {
+                    self.unify_at(r, b, span, "the record being updated");
+                }
+                b
+            }
+        }
+    }
+
+    fn block(&mut self, b: &Block) -> Ty {
+        self.push_frame();
+        let mut tys = Vec::new();
+        for p in &b.params {
+            let t = self.store.fresh_value();
+            self.bind_params(p, t);
+            tys.push(t);
+        }
+        let mut c = self.stmts(&b.body.stmts, None);
+        self.pop_frame();
+        for t in tys.into_iter().rev() {
+            c = self.store.arrow(t, c);
+        }
+        self.store.thunk(c)
+    }
+
+    fn string(&mut self, s: &StrLit) -> Ty {
+        for part in &s.parts {
+            if let StrPart::Splice(a) = part {
+                let t = self.atom(a);
+                if let Err(e) = self.store.constrain(t, Kind::SCALAR, None) {
+                    self.report(e, a.span, "this splice", Ctx::Interpolation);
+                }
+            }
+        }
+        self.store.string()
+    }
+
+    fn index(&mut self, c: Ty, ix: &ral_syntax::ast::Index) -> Ty {
+        let key = &ix.key;
+        let elem = self.store.fresh_value();
+        let static_key = match &key.primary {
+            Primary::Word(w) if key.indexes.is_empty() => Some(w.clone()),
+            Primary::Str(s) if key.indexes.is_empty() => s.as_plain(),
+            _ => None,
+        };
+        if let (Primary::Int(_), true) = (&key.primary, key.indexes.is_empty()) {
+            let l = self.store.list(elem);
+            self.unify_at(l, c, ix.span, "the indexed value");
+            return elem;
+        }
+        let cf = self.store.find(c);
+        if let Some(k) = static_key {
+            if let TyView::Con(Con::Map(e)) = self.store.view(cf) {
+                return e;
+            }
+            if let Some(r) = self.store.open_record(&[(Label::intern(&k), elem)]) {
+                self.unify_at(r, cf, ix.span, "the indexed value");
+            }
+            return elem;
+        }
+        let k = self.atom(key);
+        let kf = self.store.find(k);
+        let is_list = match (self.store.view(cf), self.store.view(kf)) {
+            (TyView::Con(Con::List(_)), _) | (_, TyView::Con(Con::Int)) => true,
+            (TyView::Con(Con::Map(_)), _) | (_, TyView::Con(Con::String)) => false,
+            _ => false,
+        };
+        let (want_c, want_k) = if is_list {
+            (self.store.list(elem), self.store.int())
+        } else {
+            (self.store.map(elem), self.store.string())
+        };
+        self.unify_at(want_c, cf, ix.span, "the indexed value");
+        self.unify_at(want_k, kf, key.span, "this key");
+        elem
+    }
+
+    // ---- expressions ---------------------------------------------------------
+
+    fn expr(&mut self, e: &Expr) -> Ty {
+        let t = match &e.kind {
+            ExprKind::Atom(a) => self.atom(a),
+            ExprKind::Paren(x) => self.expr(x),
+            ExprKind::Unary { op, operand } => {
+                let t = self.expr(operand);
+                match op {
+                    UnOp::Neg => {
+                        self.kinded(t, Kind::NUMBER, operand.span, "the operand of `-`");
+                        t
+                    }
+                    UnOp::Not => {
+                        let b = self.store.bool();
+                        self.unify_at(b, t, operand.span, "the operand of `not`");
+                        b
+                    }
+                }
+            }
+            ExprKind::Binary { op, lhs, rhs } => {
+                let l = self.expr(lhs);
+                let r = self.expr(rhs);
+                let what = format!("the right operand of `{}`", op.spelling());
+                match op {
+                    BinOp::Or | BinOp::And => {
+                        let b = self.store.bool();
+                        self.unify_at(
+                            b,
+                            l,
+                            lhs.span,
+                            &format!("the left operand of `{}`", op.spelling()),
+                        );
+                        self.unify_at(b, r, rhs.span, &what);
+                        b
+                    }
+                    BinOp::Eq | BinOp::Ne => {
+                        if self.kinded(l, Kind::DATA, lhs.span, "a compared value") {
+                            self.unify_ctx(l, r, rhs.span, &what, Ctx::Equality);
+                        }
+                        self.store.bool()
+                    }
+                    BinOp::Lt | BinOp::Gt | BinOp::Le | BinOp::Ge => {
+                        if self.kinded(l, Kind::COMPARABLE, lhs.span, "an ordered value")
+                            && self.kinded(r, Kind::COMPARABLE, rhs.span, "an ordered value")
+                        {
+                            self.unify_at(l, r, rhs.span, &what);
+                        }
+                        self.store.bool()
+                    }
+                    BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div => {
+                        if self.kinded(
+                            l,
+                            Kind::NUMBER,
+                            lhs.span,
+                            &format!("the left operand of `{}`", op.spelling()),
+                        ) && self.kinded(r, Kind::NUMBER, rhs.span, &what)
+                        {
+                            self.unify_at(l, r, rhs.span, &what);
+                        }
+                        l
+                    }
+                    BinOp::Rem => {
+                        let i = self.store.int();
+                        self.unify_at(i, l, lhs.span, "the left operand of `%`");
+                        self.unify_at(i, r, rhs.span, &what);
+                        i
+                    }
+                }
+            }
+        };
+        self.elab.atom_types.insert(e.id, t);
+        t
+    }
+
+    fn kinded(&mut self, t: Ty, k: Kind, span: Span, what: &str) -> bool {
+        match self.store.constrain(t, k, None) {
+            Ok(()) => true,
+            Err(e) => {
+                self.report(e, span, what, Ctx::Plain);
+                false
+            }
+        }
+    }
+}
+
+/// The block literal a `let` binds, if its right-hand side is exactly one.
+fn block_rhs(c: &Chain) -> Option<&Block> {
+    let [p] = c.alternatives.as_slice() else {
+        return None;
+    };
+    let [s] = p.stages.as_slice() else {
+        return None;
+    };
+    let StageKind::Command(cmd) = &s.kind else {
+        return None;
+    };
+    if !cmd.args.is_empty() || !cmd.redirects.is_empty() {
+        return None;
+    }
+    match &cmd.head {
+        Head::Atom(Atom {
+            primary: Primary::Block(b),
+            indexes,
+            ..
+        }) if indexes.is_empty() => Some(b),
+        Head::Atom(_) | Head::Caret(_) => None,
+    }
+}
+
+fn stage_redirects(s: &Stage) -> &[Redirect] {
+    match &s.kind {
+        StageKind::Command(c) => &c.redirects,
+        StageKind::Scope(sc) => &sc.redirects,
+        StageKind::Return(_) | StageKind::If(_) | StageKind::Case(_) => &[],
+    }
+}
+
+/// Levenshtein distance, for did-you-mean.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    let mut cur = vec![0; b.len() + 1];
+    for (i, ca) in a.chars().enumerate() {
+        cur[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let sub = prev[j] + usize::from(ca != *cb);
+            cur[j + 1] = sub.min(prev[j + 1] + 1).min(cur[j] + 1);
+        }
+        std::mem::swap(&mut prev, &mut cur);
+    }
+    prev[b.len()]
+}
+
+/// A closed copy of `scheme` (no store references), and whether any variable
+/// left free in it was weak or unsolved (see [`EnvEntry::weak`]).
+pub(crate) fn close_scheme(store: &TyStore, scheme: &Scheme) -> (Scheme, bool) {
+    let mut out = Scheme::new_builder();
+    let mut weak = false;
+    let mut memo_arena: HashMap<u32, u32> = HashMap::new();
+    let mut memo_store: HashMap<Ty, u32> = HashMap::new();
+    enum Job {
+        Arena(u32),
+        Store(Ty),
+    }
+    // Allocate every reachable node first (placeholder), then fill in.
+    let root = alloc(
+        &mut out,
+        &mut memo_arena,
+        &mut memo_store,
+        store,
+        scheme,
+        Job::Arena(scheme.root()),
+        &mut weak,
+    );
+    out.root = root;
+    return (out, weak);
+
+    fn alloc(
+        out: &mut Scheme,
+        ma: &mut HashMap<u32, u32>,
+        ms: &mut HashMap<Ty, u32>,
+        store: &TyStore,
+        scheme: &Scheme,
+        job: Job,
+        weak: &mut bool,
+    ) -> u32 {
+        let (node, key_a, key_s): (Option<SchemeNode>, Option<u32>, Option<Ty>) = match job {
+            Job::Arena(i) => {
+                if let Some(&j) = ma.get(&i) {
+                    return j;
+                }
+                match scheme.node(i) {
+                    Some(SchemeNode::Free(t)) => {
+                        return alloc(out, ma, ms, store, scheme, Job::Store(t), weak);
+                    }
+                    n => (n, Some(i), None),
+                }
+            }
+            Job::Store(t) => {
+                let t = store.find_imm(t);
+                if let Some(&j) = ms.get(&t) {
+                    return j;
+                }
+                let n = match store.view(t) {
+                    TyView::Var(v, w) => {
+                        *weak = true;
+                        let _ = w;
+                        Some(SchemeNode::Var(v))
+                    }
+                    TyView::Con(_) => Some(SchemeNode::Free(t)),
+                };
+                (n, None, Some(t))
+            }
+        };
+        let i = out.push(SchemeNode::Var(crate::ty::TyVar {
+            sort: crate::ty::Sort::Value,
+            kind: Kind::ANY,
+            origin: None,
+        }));
+        if let Some(a) = key_a {
+            ma.insert(a, i);
+        }
+        if let Some(s) = key_s {
+            ms.insert(s, i);
+        }
+        match node {
+            Some(SchemeNode::Var(v)) => {
+                out.set(i, SchemeNode::Var(v));
+                out.quantified.push(crate::ty::TyVarId(i));
+            }
+            Some(SchemeNode::Con(con)) => {
+                let fields = con.children().1.map(|r| {
+                    let kids: Vec<(Label, u32)> = scheme.fields(r).to_vec();
+                    let kids: Vec<(Label, u32)> = kids
+                        .into_iter()
+                        .map(|(l, k)| (l, alloc(out, ma, ms, store, scheme, Job::Arena(k), weak)))
+                        .collect();
+                    out.push_fields(&kids)
+                });
+                let con = con.map(
+                    |k| alloc(out, ma, ms, store, scheme, Job::Arena(k), weak),
+                    fields,
+                );
+                out.set(i, SchemeNode::Con(con));
+            }
+            Some(SchemeNode::Free(t)) => {
+                let TyView::Con(con) = store.view(t) else {
+                    return i;
+                };
+                let fields = con.children().1.map(|r| {
+                    let kids: Vec<(Label, Ty)> = store.fields(r).to_vec();
+                    let kids: Vec<(Label, u32)> = kids
+                        .into_iter()
+                        .map(|(l, k)| (l, alloc(out, ma, ms, store, scheme, Job::Store(k), weak)))
+                        .collect();
+                    out.push_fields(&kids)
+                });
+                let con = con.map(
+                    |k| alloc(out, ma, ms, store, scheme, Job::Store(k), weak),
+                    fields,
+                );
+                out.set(i, SchemeNode::Con(con));
+            }
+            None => {}
+        }
+        i
+    }
+}
