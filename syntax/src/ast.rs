@@ -96,11 +96,11 @@ pub enum StageKind {
     /// `return atom?` (spec §5.5).
     Return(Option<Atom>),
     /// `if c arm (elsif c arm)* (else arm)?` (spec §8.2).
-    If(If),
+    If(Box<If>),
     /// `case scrutinee [`tag: arm, …]` (spec §8.3).
-    Case(Case),
+    Case(Box<Case>),
     /// `try`, `guard`, `within`, `grant`, `audit` with their redirects.
-    Scope(ScopeForm),
+    Scope(Box<ScopeForm>),
     /// A command: head, arguments and redirects.
     Command(Command),
 }
@@ -314,7 +314,7 @@ pub enum Primary {
         payload: Option<Box<Atom>>,
     },
     /// `{ … }` or `{ |p q| … }`.
-    Block(Block),
+    Block(Box<Block>),
     /// A list literal, `[]` included.
     List(Vec<ListItem>),
     /// A literal whose entries all have static keys (spec §4.5).

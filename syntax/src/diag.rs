@@ -54,7 +54,7 @@ impl Diagnostic {
             code,
             severity: code.severity(),
             source,
-            message: message.into(),
+            message: sentence_case(message.into()),
             primary: Label::new(span, label),
             secondary: Vec::new(),
             notes: Vec::new(),
@@ -90,4 +90,15 @@ impl Diagnostic {
     pub fn span(&self) -> Span {
         self.primary.span
     }
+}
+
+/// Titles are in sentence case (STYLE.md §2.5): the first letter is upper case.
+fn sentence_case(mut message: String) -> String {
+    if let Some(first) = message.get(0..1) {
+        if first.bytes().all(|b| b.is_ascii_lowercase()) {
+            let upper = first.to_ascii_uppercase();
+            message.replace_range(0..1, &upper);
+        }
+    }
+    message
 }

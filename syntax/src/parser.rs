@@ -526,8 +526,10 @@ where
     tok(K::Newline).repeated().ignored()
 }
 
-fn push_diag<'t, 'b, I, Er>(e: &mut chumsky::input::MapExtra<'t, 'b, I, Extra<'t, Er>>, diag: Diagnostic)
-where
+fn push_diag<'t, 'b, I, Er>(
+    e: &mut chumsky::input::MapExtra<'t, 'b, I, Extra<'t, Er>>,
+    diag: Diagnostic,
+) where
     I: ValueInput<'t, Token = PTok<'t>, Span = SimpleSpan>,
     Er: ParseError<'t, I>,
 {
@@ -599,7 +601,8 @@ where
     I: ValueInput<'t, Token = PTok<'t>, Span = SimpleSpan>,
     Er: ParseError<'t, I>,
 {
-    let mut atom = Recursive::<chumsky::recursive::Indirect<'t, 't, I, Atom, Extra<'t, Er>>>::declare();
+    let mut atom =
+        Recursive::<chumsky::recursive::Indirect<'t, 't, I, Atom, Extra<'t, Er>>>::declare();
     let mut program =
         Recursive::<chumsky::recursive::Indirect<'t, 't, I, Program, Extra<'t, Er>>>::declare();
 
@@ -860,7 +863,7 @@ where
                         a
                     }),
                 block_parser(pattern.clone(), program.clone())
-                    .map_with(|b, e| mk_atom(Primary::Block(b), sp(e.span()))),
+                    .map_with(|b, e| mk_atom(Primary::Block(Box::new(b)), sp(e.span()))),
             )))
             .map_with(|inner, e| {
                 StrPart::Splice(mk_atom(Primary::Force(Box::new(inner)), sp(e.span())))
@@ -1089,7 +1092,7 @@ where
             }),
         block
             .clone()
-            .map_with(|b, e| mk_atom(Primary::Block(b), sp(e.span()))),
+            .map_with(|b, e| mk_atom(Primary::Block(Box::new(b)), sp(e.span()))),
         expr_block.clone(),
         collection.clone(),
         word_atom.clone(),
@@ -1128,7 +1131,7 @@ where
         tag,
         block
             .clone()
-            .map_with(|b, e| mk_atom(Primary::Block(b), sp(e.span()))),
+            .map_with(|b, e| mk_atom(Primary::Block(Box::new(b)), sp(e.span()))),
         collection,
         unit,
         error_atom,
@@ -1370,7 +1373,7 @@ where
         .map(|((first, rest), else_arm)| {
             let mut branches = vec![first];
             branches.extend(rest);
-            StageKind::If(If { branches, else_arm })
+            StageKind::If(Box::new(If { branches, else_arm }))
         });
 
     #[derive(Clone)]
@@ -1456,7 +1459,7 @@ where
                 };
                 arms.push(CaseArm {
                     tag: Name::new("", span),
-                    arm: mk_atom(Primary::Block(block), span),
+                    arm: mk_atom(Primary::Block(Box::new(block)), span),
                     span,
                 });
             }
@@ -1476,11 +1479,11 @@ where
         .ignore_then(arm_atom.clone().or(missing("scrutinee", "case")))
         .then(nl().ignore_then(case_arms.or(computed_arms)))
         .map(|(scrutinee, (arms, arms_span))| {
-            StageKind::Case(Case {
+            StageKind::Case(Box::new(Case {
                 scrutinee,
                 arms,
                 arms_span,
-            })
+            }))
         });
 
     let scope = |kw: &'static str, two: bool, first: &'static str, second: &'static str| {
@@ -1514,11 +1517,11 @@ where
                     "grant" => ScopeKind::Grant { caps: a, body: b },
                     _ => ScopeKind::Audit { body: a },
                 };
-                StageKind::Scope(ScopeForm {
+                StageKind::Scope(Box::new(ScopeForm {
                     kind,
                     keyword,
                     redirects,
-                })
+                }))
             })
     };
     let scope_form = choice((
@@ -1768,7 +1771,10 @@ fn merge_text(parts: Vec<StrPart>) -> Vec<StrPart> {
 }
 
 /// `{ program }` or `{ |p …| program }`.
-fn block_parser<'t, I, Er, P, Q>(pattern: P, program: Q) -> impl Parser<'t, I, Block, Extra<'t, Er>> + Clone
+fn block_parser<'t, I, Er, P, Q>(
+    pattern: P,
+    program: Q,
+) -> impl Parser<'t, I, Block, Extra<'t, Er>> + Clone
 where
     I: ValueInput<'t, Token = PTok<'t>, Span = SimpleSpan>,
     Er: ParseError<'t, I>,

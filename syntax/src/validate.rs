@@ -769,33 +769,24 @@ impl Visitor for Validator {
         match &stage.kind {
             StageKind::If(form) => self.check_if(form),
             StageKind::Case(form) => self.check_case(form),
-            StageKind::Scope(ScopeForm {
-                kind: ScopeKind::Within { options, body },
-                keyword,
-                redirects,
-            }) => {
-                self.options(options, "within", *keyword);
-                self.visit_atom(body);
-                self.check_redirects(redirects);
-                for r in redirects {
-                    self.visit_redirect(r);
+            StageKind::Scope(form) => {
+                let options = match &form.kind {
+                    ScopeKind::Within { options, body } => Some((options, body, "within")),
+                    ScopeKind::Grant { caps, body } => Some((caps, body, "grant")),
+                    ScopeKind::Try { .. } | ScopeKind::Guard { .. } | ScopeKind::Audit { .. } => {
+                        None
+                    }
+                };
+                self.check_redirects(&form.redirects);
+                if let Some((options, body, name)) = options {
+                    self.options(options, name, form.keyword);
+                    self.visit_atom(body);
+                    for r in &form.redirects {
+                        self.visit_redirect(r);
+                    }
+                    return;
                 }
-                return;
             }
-            StageKind::Scope(ScopeForm {
-                kind: ScopeKind::Grant { caps, body },
-                keyword,
-                redirects,
-            }) => {
-                self.options(caps, "grant", *keyword);
-                self.visit_atom(body);
-                self.check_redirects(redirects);
-                for r in redirects {
-                    self.visit_redirect(r);
-                }
-                return;
-            }
-            StageKind::Scope(form) => self.check_redirects(&form.redirects),
             StageKind::Command(command) => self.check_redirects(&command.redirects),
             StageKind::Return(_) => {}
         }
