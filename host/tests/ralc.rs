@@ -223,7 +223,7 @@ fn usage_errors_exit_2() {
         &["--check"][..],
         &["file.ral"][..],
         &["--bogus", "x.ral"][..],
-        &["--emit=types", "x.ral"][..],
+        &["--emit=bytecode", "x.ral"][..],
         &["--emit=nonsense", "x.ral"][..],
     ] {
         let out = ralc(args, b"");
@@ -236,4 +236,46 @@ fn usage_errors_exit_2() {
     let out = ralc(&["--emit=ir", "x.ral"], b"");
     let err = stderr(&out);
     assert!(err.contains("available now: ast"), "{err}");
+}
+
+#[test]
+fn type_error_exits_1_and_names_the_code() {
+    let dir = scratch("type_error");
+    let file = write(&dir, "t.ral", b"let port = 8080\necho $prot\n");
+    let out = ralc(&["--check", &file], b"");
+    assert_eq!(status(&out), 1);
+    let err = stderr(&out);
+    assert!(err.contains("[unbound-name]"), "{err}");
+    assert!(err.contains("t.ral:2:6"), "{err}");
+    assert!(err.contains("$port"), "did-you-mean missing: {err}");
+}
+
+#[test]
+fn syntax_error_outranks_type_error() {
+    let dir = scratch("syntax_over_type");
+    let bad_type = write(&dir, "a.ral", b"echo $nowhere\n");
+    let bad_syntax = write(&dir, "b.ral", b"echo 'open\n");
+    let out = ralc(&["--check", &bad_type, &bad_syntax], b"");
+    assert_eq!(status(&out), 2);
+    let err = stderr(&out);
+    assert!(
+        err.contains("[unbound-name]") && err.contains("[unclosed-string]"),
+        "{err}"
+    );
+}
+
+#[test]
+fn emit_types_prints_each_top_level_scheme() {
+    let dir = scratch("emit_types");
+    let file = write(
+        &dir,
+        "s.ral",
+        b"let n = 42\nlet id = { |x| return $x }\nlet greet = { echo hi }\nlet n = 'shadowed'\n",
+    );
+    let out = ralc(&["--emit=types", &file], b"");
+    assert_eq!(status(&out), 0, "{}", stderr(&out));
+    assert_eq!(
+        stdout(&out),
+        "n : Integer\nid : ∀α. {α -> Returns α}\ngreet : {Command}\nn : String\n"
+    );
 }

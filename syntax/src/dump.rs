@@ -477,18 +477,18 @@ let @0..50
         let cond = var("c", 3);
         let arm = block(Vec::new(), Vec::new(), sp(6, 8));
         let if_stage = stage(
-            StageKind::If(If {
+            StageKind::If(Box::new(If {
                 branches: vec![IfBranch {
                     cond,
                     arm,
                     keyword: sp(0, 2),
                 }],
                 else_arm: Some(var("e", 14)),
-            }),
+            })),
             sp(0, 16),
         );
         let case = stage(
-            StageKind::Case(Case {
+            StageKind::Case(Box::new(Case {
                 scrutinee: var("v", 22),
                 arms: vec![CaseArm {
                     tag: Name::new("ok", sp(26, 29)),
@@ -496,7 +496,7 @@ let @0..50
                     span: sp(26, 33),
                 }],
                 arms_span: sp(25, 34),
-            }),
+            })),
             sp(17, 34),
         );
         let pipeline = Stmt::Chain(Chain {

@@ -18,6 +18,8 @@
 //!    skipped to the end of its line (balanced) and becomes [`Stmt::Error`], so
 //!    independent errors in one file are all reported.
 
+#![allow(clippy::wildcard_enum_match_arm)] // Token kinds are classified with a fallthrough by design.
+
 use std::fmt;
 
 use chumsky::extra;
@@ -841,8 +843,7 @@ where
                 Some(EscapeValue::LineContinuation) | None => StrPart::Text(String::new()),
             }),
         // `$name[k]…` and `$(name)`: only the former continues into index groups.
-        var.clone()
-            .then(index.clone().repeated().collect::<Vec<_>>())
+        var.then(index.clone().repeated().collect::<Vec<_>>())
             .map_with(|((name, plain), indexes), e| {
                 let span = sp(e.span());
                 let mut a = mk_atom(Primary::Var(name), span);
@@ -855,8 +856,7 @@ where
         // `!{…}` and `!$name[k]…`.
         tok(K::Bang)
             .ignore_then(choice((
-                var.clone()
-                    .then(index.clone().repeated().collect::<Vec<_>>())
+                var.then(index.clone().repeated().collect::<Vec<_>>())
                     .map_with(|((name, _), indexes), e| {
                         let mut a = mk_atom(Primary::Var(name), sp(e.span()));
                         a.indexes = indexes;
@@ -889,7 +889,7 @@ where
 
     let key = choice((
         tok(K::Word).map_with(|t: PTok<'t>, e| Ok(Key::Static(Name::new(t.text, sp(e.span()))))),
-        raw_string.clone().map_with(|s: StrLit, e| {
+        raw_string.map_with(|s: StrLit, e| {
             Ok(Key::Static(Name::new(
                 s.as_plain().unwrap_or_default(),
                 sp(e.span()),
@@ -901,7 +901,7 @@ where
                 Some(text) => Ok(Key::Static(Name::new(text, sp(e.span())))),
                 None => Err(sp(e.span())),
             }),
-        var.clone().map(|(name, _)| Ok(Key::Computed(name))),
+        var.map(|(name, _)| Ok(Key::Computed(name))),
         tok(K::Tag).map_with(|t: PTok<'t>, e| {
             let span = sp(e.span());
             let source = source_of(e);
@@ -1083,8 +1083,7 @@ where
 
     // `!` force: `!$x[k]` keeps the indexes inside; `!{…}` and other primaries force first.
     let force_inner = choice((
-        var.clone()
-            .then(index.clone().repeated().collect::<Vec<_>>())
+        var.then(index.clone().repeated().collect::<Vec<_>>())
             .map_with(|((name, _), indexes), e| {
                 let mut a = mk_atom(Primary::Var(name), sp(e.span()));
                 a.indexes = indexes;
@@ -1096,9 +1095,7 @@ where
         expr_block.clone(),
         collection.clone(),
         word_atom.clone(),
-        raw_string
-            .clone()
-            .map_with(|s, e| mk_atom(Primary::Str(s), sp(e.span()))),
+        raw_string.map_with(|s, e| mk_atom(Primary::Str(s), sp(e.span()))),
         dq_string
             .clone()
             .map_with(|s, e| mk_atom(Primary::Str(s), sp(e.span()))),
@@ -1124,8 +1121,7 @@ where
         word_atom,
         raw_string.map_with(|s, e| mk_atom(Primary::Str(s), sp(e.span()))),
         dq_string.map_with(|s, e| mk_atom(Primary::Str(s), sp(e.span()))),
-        var.clone()
-            .map_with(|(name, _), e| mk_atom(Primary::Var(name), sp(e.span()))),
+        var.map_with(|(name, _), e| mk_atom(Primary::Var(name), sp(e.span()))),
         expr_block,
         force,
         tag,

@@ -25,8 +25,8 @@
 
 use crate::ast::{
     is_identifier, is_reserved, parse_numeral, Atom, Block, Case, Entry, Expr, ExprKind, If, Key,
-    Let, ListItem, Name, Pattern, PatternKind, Primary, Program, Redirect, RedirectKind, ScopeForm,
-    ScopeKind, Stage, StageKind, UnOp,
+    Let, ListItem, Name, Pattern, PatternKind, Primary, Program, Redirect, RedirectKind, ScopeKind,
+    Stage, StageKind, UnOp,
 };
 use crate::codes::Code;
 use crate::diag::Diagnostic;
@@ -1111,14 +1111,14 @@ mod tests {
     fn redirect_twice_on_scope_forms() {
         let body = block(Vec::new(), Vec::new(), sp(6, 8));
         let p = program(vec![stmt(stage(
-            StageKind::Scope(ScopeForm {
+            StageKind::Scope(Box::new(ScopeForm {
                 kind: ScopeKind::Audit { body },
                 keyword: sp(0, 5),
                 redirects: vec![
                     redirect(1, RedirectKind::Write(word("a", 11)), sp(9, 12)),
                     redirect(1, RedirectKind::Write(word("b", 15)), sp(13, 16)),
                 ],
-            }),
+            })),
             sp(0, 16),
         ))]);
         assert_eq!(codes(&p), [(Code::RedirectTwice, sp(13, 16))]);
@@ -1177,14 +1177,14 @@ mod tests {
 
     fn if_stage(arm: Atom, else_arm: Option<Atom>) -> Program {
         program(vec![stmt(stage(
-            StageKind::If(If {
+            StageKind::If(Box::new(If {
                 branches: vec![IfBranch {
                     cond: var("c", 3),
                     arm,
                     keyword: sp(0, 2),
                 }],
                 else_arm,
-            }),
+            })),
             sp(0, 40),
         ))])
     }
@@ -1216,11 +1216,11 @@ mod tests {
 
     fn case_stage(arms: Vec<CaseArm>) -> Program {
         program(vec![stmt(stage(
-            StageKind::Case(Case {
+            StageKind::Case(Box::new(Case {
                 scrutinee: var("v", 5),
                 arms,
                 arms_span: sp(8, 40),
-            }),
+            })),
             sp(0, 40),
         ))])
     }
@@ -1349,11 +1349,11 @@ mod tests {
 
     fn scope(kind: ScopeKind) -> Program {
         program(vec![stmt(stage(
-            StageKind::Scope(ScopeForm {
+            StageKind::Scope(Box::new(ScopeForm {
                 kind,
                 keyword: sp(0, 6),
                 redirects: Vec::new(),
-            }),
+            })),
             sp(0, 60),
         ))])
     }

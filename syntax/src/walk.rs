@@ -641,12 +641,12 @@ pub(crate) mod build {
 
     pub fn block(stmts: Vec<Stmt>, params: Vec<Pattern>, span: Span) -> Atom {
         atom(
-            Primary::Block(Block {
+            Primary::Block(Box::new(Block {
                 id: NodeId(0),
                 params,
                 body: Program { stmts, span },
                 span,
-            }),
+            })),
             span,
         )
     }

@@ -989,7 +989,18 @@ impl<'a> Infer<'a> {
                 }
             };
             let arg_ty = self.atom(a);
-            let cf = self.store.find(comp);
+            let mut cf = self.store.find(comp);
+            // Over-application (§5.4): arguments left over after a function
+            // returns are applied to the function it returned.
+            if let TyView::Con(Con::Returns { grade, value }) = self.store.view(cf) {
+                let vf = self.store.find(value);
+                if let TyView::Con(Con::Thunk(inner)) = self.store.view(vf) {
+                    if self.grade_is(grade) != GradeIs::Write {
+                        let _ = self.store.set_grade(grade, false);
+                        cf = self.store.find(inner);
+                    }
+                }
+            }
             match self.store.view(cf) {
                 TyView::Con(Con::Arrow { param, result }) => {
                     self.pass_arg(param, arg_ty, a);
@@ -1692,15 +1703,24 @@ fn stage_redirects(s: &Stage) -> &[Redirect] {
 
 /// Levenshtein distance, for did-you-mean.
 fn edit_distance(a: &str, b: &str) -> usize {
+    // Optimal string alignment: insertions, deletions, substitutions and
+    // swaps of two adjacent characters each cost one, so `$prot` finds `$port`.
+    let a: Vec<char> = a.chars().collect();
     let b: Vec<char> = b.chars().collect();
+    let mut before: Vec<usize> = vec![0; b.len() + 1];
     let mut prev: Vec<usize> = (0..=b.len()).collect();
     let mut cur = vec![0; b.len() + 1];
-    for (i, ca) in a.chars().enumerate() {
+    for i in 0..a.len() {
         cur[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let sub = prev[j] + usize::from(ca != *cb);
-            cur[j + 1] = sub.min(prev[j + 1] + 1).min(cur[j] + 1);
+        for j in 0..b.len() {
+            let sub = prev[j] + usize::from(a[i] != b[j]);
+            let mut d = sub.min(prev[j + 1] + 1).min(cur[j] + 1);
+            if i > 0 && j > 0 && a[i] == b[j - 1] && a[i - 1] == b[j] {
+                d = d.min(before[j - 1] + 1);
+            }
+            cur[j + 1] = d;
         }
+        std::mem::swap(&mut before, &mut prev);
         std::mem::swap(&mut prev, &mut cur);
     }
     prev[b.len()]
@@ -1819,5 +1839,20 @@ pub(crate) fn close_scheme(store: &TyStore, scheme: &Scheme) -> (Scheme, bool) {
             None => {}
         }
         i
+    }
+}
+
+#[cfg(test)]
+mod edit_distance_tests {
+    use super::edit_distance;
+
+    #[test]
+    fn swaps_insertions_and_substitutions_cost_one() {
+        assert_eq!(edit_distance("prot", "port"), 1);
+        assert_eq!(edit_distance("colur", "colour"), 1);
+        assert_eq!(edit_distance("host", "hist"), 1);
+        assert_eq!(edit_distance("abc", "abc"), 0);
+        assert_eq!(edit_distance("", "ab"), 2);
+        assert_eq!(edit_distance("ca", "abc"), 3);
     }
 }

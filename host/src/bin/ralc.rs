@@ -26,6 +26,7 @@ use std::process::ExitCode;
 
 use ral_syntax::render::{render_all, Color};
 use ral_syntax::{Code, Diagnostic, Phase, SourceMap, Span};
+use ral_types::{CheckOptions, TypeEnv};
 
 const VERSION: &str = env!("CARGO_PKG_VERSION");
 
@@ -65,6 +66,7 @@ and NO_COLOR is unset.
 Exit status:
   0  every file is well formed (warnings do not count)
   1  a file could not be read
+  1  a file has a type error (and no syntax error)
   2  a file has a lexical or parse error, or the arguments are wrong
 When files fail in different ways the highest status wins.
 ",
@@ -77,18 +79,21 @@ When files fail in different ways the highest status wins.
 enum Emit {
     /// `--emit=ast`, also spelt `--dump-ast`: the parsed syntax tree.
     Ast,
+    /// `--emit=types`: the inferred scheme of each top-level binding.
+    Types,
 }
 
 impl Emit {
     /// Every kind `--emit` accepts now.
-    const ALL: &'static [Emit] = &[Emit::Ast];
+    const ALL: &'static [Emit] = &[Emit::Ast, Emit::Types];
 
     /// Kinds the design promises but no phase produces yet.
-    const PLANNED: &'static [&'static str] = &["types", "ir", "bytecode"];
+    const PLANNED: &'static [&'static str] = &["ir", "bytecode"];
 
     fn name(self) -> &'static str {
         match self {
             Emit::Ast => "ast",
+            Emit::Types => "types",
         }
     }
 
@@ -302,8 +307,31 @@ fn run(mode: Mode, files: &[String], out: &mut dyn Write, err: &mut dyn Write) -
         }
         let file_status = parsed.diagnostics.iter().map(status_of).max();
         status = status.max(file_status.unwrap_or(EXIT_OK));
+        // Types are checked only for a well-formed file: a tree with error
+        // nodes would produce diagnostics about the parser's guesses.
+        let checked = (!parsed.has_errors()).then(|| {
+            let opts = CheckOptions {
+                is_script: file != "-",
+            };
+            ral_types::check_program(&parsed.program, id, &TypeEnv::new(), &opts)
+        });
+        if let Some(checked) = &checked {
+            if !checked.diagnostics.is_empty() {
+                let _ = write!(err, "{}", render_all(&checked.diagnostics, &sources, color));
+            }
+            let type_status = checked.diagnostics.iter().map(status_of).max();
+            status = status.max(type_status.unwrap_or(EXIT_OK));
+        }
         match mode {
             Mode::Check => {}
+            Mode::Emit(Emit::Types) => {
+                if let Some(checked) = &checked {
+                    for binding in &checked.bindings {
+                        let scheme = ral_types::print_scheme(&binding.scheme, Some(&checked.store));
+                        let _ = writeln!(out, "{} : {scheme}", binding.name);
+                    }
+                }
+            }
             Mode::Emit(Emit::Ast) => {
                 let tree = ral_syntax::dump::dump_program(&parsed.program);
                 let newline = if tree.ends_with('\n') { "" } else { "\n" };
@@ -400,9 +428,10 @@ mod tests {
 
     #[test]
     fn emit_names_what_exists() {
-        let err = parse_args(&args(&["--emit=types", "a.ral"])).unwrap_err();
+        let err = parse_args(&args(&["--emit=ir", "a.ral"])).unwrap_err();
         assert!(err.contains("not implemented yet"), "{err}");
-        assert!(err.contains("available now: ast"), "{err}");
+        assert!(err.contains("available now: ast, types"), "{err}");
+        assert!(parse_args(&args(&["--emit=types", "a.ral"])).is_ok());
         let err = parse_args(&args(&["--emit=wat", "a.ral"])).unwrap_err();
         assert!(err.contains("unknown --emit kind 'wat'"), "{err}");
         assert!(parse_args(&args(&["--emit"])).is_err());
