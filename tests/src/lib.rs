@@ -82,6 +82,44 @@ pub fn check_parse(name: &str, text: &str) -> CheckedParse {
     }
 }
 
+/// Type-checks a cleanly parsed program as a fresh, non-script unit (an empty
+/// session environment, so only builtins and the prelude are bound) and
+/// returns the type-phase diagnostics, rendered against the same sources.
+pub fn check_types(parse: &CheckedParse) -> CheckedTypes {
+    let env = ral_types::TypeEnv::new();
+    let opts = ral_types::CheckOptions::default();
+    let checked = ral_types::check_program(&parse.parsed.program, parse.id, &env, &opts);
+    let rendered = render_all(&checked.diagnostics, &parse.sources, Color::Never);
+    let lines = checked
+        .diagnostics
+        .iter()
+        .filter(|d| d.is_error())
+        .map(|d| format!("{}@{}", d.code.name(), parse.line_of(d)))
+        .collect::<Vec<_>>();
+    CheckedTypes {
+        diagnostics: checked.diagnostics,
+        rendered,
+        summary: lines.join(", "),
+    }
+}
+
+/// The type-phase result of [`check_types`].
+pub struct CheckedTypes {
+    /// Every type-phase diagnostic, in the order found.
+    pub diagnostics: Vec<Diagnostic>,
+    /// The diagnostics rendered without colour.
+    pub rendered: String,
+    /// One `code@line` per error, comma-separated, for failure messages.
+    pub summary: String,
+}
+
+impl CheckedTypes {
+    /// The error diagnostics.
+    pub fn errors(&self) -> impl Iterator<Item = &Diagnostic> {
+        self.diagnostics.iter().filter(|d| d.is_error())
+    }
+}
+
 /// The token list of `text`, one `Kind "text"` per line, trivia included.
 pub fn token_listing(text: &str) -> String {
     let lexed = ral_syntax::lexer::lex(text, SourceId(0));

@@ -1,21 +1,25 @@
-//! The spec's examples parse as the spec says, and every diagnostic code has
-//! a section in the error catalog.
+//! The spec's examples parse and type-check as the spec says, and every
+//! diagnostic code has a section in the error catalog.
 //!
 //! Every fenced block in `spec/*.md` whose info string is `ral` must parse
-//! without errors; one whose info string is `ral error[CODE]` must produce an
-//! error with that code. Other blocks (`text`, …) are not ral and are skipped.
-//! All failures are collected and reported with file and line.
+//! and type-check without errors (as a fresh non-script unit: an empty
+//! session, builtins and prelude only). One whose info string is
+//! `ral error[CODE]` must be rejected with that code: for a lexical or parse
+//! code, the parse reports an error with that code; for a type-phase code,
+//! the program parses cleanly and the checker reports exactly one error,
+//! of that code. Other blocks (`text`, …) are not ral and are skipped. All
+//! failures are collected and reported with file and line.
 #![allow(clippy::unwrap_used)]
 
 use std::path::PathBuf;
 
-use ral_syntax::Code;
-use ral_tests::{check_parse, files_with_ext, workspace_root};
+use ral_syntax::{Code, Phase};
+use ral_tests::{check_parse, check_types, files_with_ext, workspace_root};
 
 /// What a fenced block claims about its contents.
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum Claim {
-    /// ```` ```ral ````: parses cleanly.
+    /// ```` ```ral ````: parses and type-checks cleanly.
     Parses,
     /// ```` ```ral error[CODE] ````: reports an error with this code name.
     Errors(String),
@@ -91,7 +95,7 @@ fn spec_dir() -> PathBuf {
 }
 
 #[test]
-fn spec_examples_parse_as_claimed() {
+fn spec_examples_check_as_claimed() {
     let docs = files_with_ext(&spec_dir(), "md");
     assert!(
         !docs.is_empty(),
@@ -115,18 +119,44 @@ fn spec_examples_parse_as_claimed() {
                             parse.error_summary(),
                             parse.rendered()
                         ));
+                    } else {
+                        let types = check_types(&parse);
+                        if types.errors().next().is_some() {
+                            failures.push(format!(
+                                "{at}: a `ral` block has type errors: {}\n{}",
+                                types.summary, types.rendered
+                            ));
+                        }
                     }
                 }
-                Claim::Errors(code) => {
-                    if Code::from_name(code).is_none() {
-                        failures.push(format!("{at}: `ral error[{code}]` names no code"));
-                    } else if !parse.errors().any(|d| d.code.name() == code) {
-                        failures.push(format!(
-                            "{at}: expected error `{code}`, found: [{}]",
-                            parse.error_summary()
-                        ));
+                Claim::Errors(code) => match Code::from_name(code) {
+                    None => failures.push(format!("{at}: `ral error[{code}]` names no code")),
+                    Some(c) if c.phase() == Phase::Type => {
+                        if parse.errors().next().is_some() {
+                            failures.push(format!(
+                                "{at}: expected type error `{code}`, but the block does not parse: [{}]",
+                                parse.error_summary()
+                            ));
+                        } else {
+                            let types = check_types(&parse);
+                            let errors: Vec<_> = types.errors().collect();
+                            if errors.len() != 1 || errors[0].code != c {
+                                failures.push(format!(
+                                    "{at}: expected exactly one type error `{code}`, found: [{}]\n{}",
+                                    types.summary, types.rendered
+                                ));
+                            }
+                        }
                     }
-                }
+                    Some(_) => {
+                        if !parse.errors().any(|d| d.code.name() == code) {
+                            failures.push(format!(
+                                "{at}: expected error `{code}`, found: [{}]",
+                                parse.error_summary()
+                            ));
+                        }
+                    }
+                },
             }
         }
     }
