@@ -185,6 +185,10 @@ codes! {
     ExternalArgument = "external-argument", Type, Error, "an external command receives only text arguments";
     /// `fail` with a literal status 0.
     FailStatusZero = "fail-status-zero", Type, Error, "`fail` needs a non-zero status";
+    /// A computed index whose container is never fixed as a list or a map.
+    AmbiguousIndex = "ambiguous-index", Type, Error, "nothing decides whether a computed index reads a list or a map";
+    /// A top-level `let` hides a prelude function or builtin.
+    PreludeShadow = "prelude-shadow", Type, Warning, "a top-level binding hides a prelude function or builtin";
 }
 
 impl fmt::Display for Code {

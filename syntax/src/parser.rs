@@ -34,6 +34,11 @@ use crate::lexer::{decode_escape, EscapeValue};
 use crate::span::{SourceId, Span};
 use crate::token::{ExprOp, RedirectOp, Token, TokenKind as K};
 
+/// Words that start a stage form other than a command.
+const STAGE_KEYWORDS: &[&str] = &[
+    "return", "if", "case", "try", "guard", "within", "grant", "audit", "elsif", "else",
+];
+
 /// The deepest nesting of delimited forms the parser accepts (spec §3.4).
 pub const MAX_NESTING: usize = 64;
 
@@ -1592,7 +1597,17 @@ where
             StageKind::Command(Command { head: Head::Atom(mk_atom(Primary::Error, span)), args: Vec::new(), redirects: Vec::new() })
         });
 
-    let stage_body = choice((ret, conditional, case, scope_form, stray_else, command)).boxed();
+    // Most stages are commands; try the keyword forms only when the stage
+    // starts with a keyword, so an ordinary command does not pay for five
+    // failed alternatives.
+    let keyword_start = any()
+        .filter(|t: &PTok<'t>| t.kind == K::Word && STAGE_KEYWORDS.contains(&t.text))
+        .rewind();
+    let stage_body = choice((
+        keyword_start.ignore_then(choice((ret, conditional, case, scope_form, stray_else))),
+        command,
+    ))
+    .boxed();
 
     let stage = stage_body.clone().map_with(|kind, e| Stage {
         id: NodeId::default(),

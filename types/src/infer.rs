@@ -23,7 +23,9 @@ use crate::builtins::{builtin_table, BuiltinKind};
 use crate::check::{CaptureSite, CheckOptions, Checked, Elaboration, HeadRes, TopBinding};
 use crate::env::{EnvEntry, TypeEnv};
 use crate::print::TyPrinter;
-use crate::ty::{Alphabet, Con, Kind, Label, Scheme, SchemeNode, Ty, TyStore, TyView, UnifyError};
+use crate::ty::{
+    Alphabet, Con, Kind, Label, Provenance, Scheme, SchemeNode, Ty, TyStore, TyView, UnifyError,
+};
 
 /// A name in scope.
 #[derive(Clone, Debug)]
@@ -49,6 +51,23 @@ struct Infer<'a> {
     weak_cache: HashMap<String, Ty>,
     diags: Vec<Diagnostic>,
     elab: Elaboration,
+    /// Where a constructor node came from: the term that made it (literal,
+    /// list, record, …), cited as the conflicting use in a mismatch.
+    prov: HashMap<Ty, Span>,
+    /// The spans kind constraints came from, indexed by [`Provenance`].
+    origins: Vec<Span>,
+    /// Computed indexes whose list/map choice is deferred (§4.7).
+    pending_ix: Vec<PendingIndex>,
+}
+
+/// A computed index `$c[$k]` not yet known to be a list or a map read.
+#[derive(Clone, Copy, Debug)]
+struct PendingIndex {
+    container: Ty,
+    key: Ty,
+    elem: Ty,
+    span: Span,
+    key_span: Span,
 }
 
 /// Checks a unit (called on a grown stack by [`crate::check::check_program`]).
@@ -70,9 +89,13 @@ pub(crate) fn run(
         weak_cache: HashMap::new(),
         diags: Vec::new(),
         elab: Elaboration::default(),
+        prov: HashMap::new(),
+        origins: Vec::new(),
+        pending_ix: Vec::new(),
     };
     let mut bindings = Vec::new();
     cx.stmts(&program.stmts, Some(&mut bindings));
+    cx.finish_indexes();
     let mut closed = Vec::with_capacity(bindings.len());
     for b in &bindings {
         let (scheme, weak) = close_scheme(&cx.store, &b.scheme);
@@ -136,6 +159,55 @@ impl<'a> Infer<'a> {
         }
     }
 
+    /// A fresh, unshared node for `con`, made by the term at `span`.
+    fn lit(&mut self, con: Con<Ty>, span: Span) -> Ty {
+        let t = self.store.mk_unshared(con);
+        self.prov.insert(t, span);
+        t
+    }
+
+    /// Records that the constructor `t` currently is was made at `span`,
+    /// unless it already has a provenance (or is a shared node).
+    fn mark(&mut self, t: Ty, span: Span) {
+        let t = self.store.find(t);
+        if self.store.is_shared(t) {
+            return;
+        }
+        if let TyView::Con(_) = self.store.view(t) {
+            self.prov.entry(t).or_insert(span);
+        }
+    }
+
+    /// A provenance token for a kind constraint made at `span`.
+    fn origin(&mut self, span: Span) -> Provenance {
+        self.origins.push(span);
+        Provenance((self.origins.len() - 1) as u32)
+    }
+
+    fn origin_span(&self, p: Option<Provenance>) -> Option<Span> {
+        p.and_then(|p| self.origins.get(p.0 as usize).copied())
+    }
+
+    /// Where the constructor `t` came from, if known.
+    fn prov_of(&mut self, t: Ty) -> Option<Span> {
+        let t = self.store.find(t);
+        self.prov.get(&t).copied()
+    }
+
+    /// Adds a secondary label at `at` unless it is the primary span.
+    fn label_other(&mut self, i: usize, at: Option<Span>, text: impl Into<String>) {
+        let Some(at) = at else { return };
+        let Some(d) = self.diags.get(i) else { return };
+        let p = d.primary.span;
+        if at == p || (at.start >= p.start && at.end <= p.end) {
+            return;
+        }
+        if d.secondary.iter().any(|l| l.span == at) {
+            return;
+        }
+        self.secondary(i, at, text);
+    }
+
     fn show(&self, t: Ty) -> String {
         TyPrinter::new(&self.store).ty(t)
     }
@@ -168,6 +240,10 @@ impl<'a> Infer<'a> {
                     span,
                     format!("this is `{f}`"),
                 );
+                let xp = self.prov_of(expected);
+                let fp = self.prov_of(found);
+                self.label_other(i, xp, format!("`{x}` comes from here"));
+                self.label_other(i, fp, format!("`{f}` comes from here"));
                 if x == "Command" && f.starts_with("Returns") {
                     self.help(i, "a command is expected here; write the value's text with `echo`, or bind it with `let`");
                 } else if f == "Command" && x.starts_with("Returns") {
@@ -180,6 +256,7 @@ impl<'a> Infer<'a> {
                 label,
                 alphabet,
                 field,
+                row,
                 ..
             } => {
                 let f = self.show(field);
@@ -201,10 +278,19 @@ impl<'a> Infer<'a> {
                     span,
                     format!("`{label}` has type `{f}` on the other side"),
                 );
+                let rp = self.prov_of(row);
+                self.label_other(i, rp, "this has no such label");
                 self.help(i, help);
             }
-            UnifyError::KindViolation { kind, found, .. } => {
+            UnifyError::KindViolation {
+                kind,
+                found,
+                origin,
+                ..
+            } => {
                 let f = self.show(found);
+                let op = self.origin_span(origin);
+                let fp = self.prov_of(found);
                 if ctx == Ctx::Interpolation {
                     let i = self.diag(
                         Code::InterpolationKind,
@@ -212,6 +298,7 @@ impl<'a> Infer<'a> {
                         span,
                         format!("this is `{f}`"),
                     );
+                    self.label_other(i, fp, format!("`{f}` comes from here"));
                     self.help(i, "interpolate a Bool, Int, Float or String; convert other data with `str` first: `!{str $x}`");
                 } else {
                     let i = self.diag(
@@ -220,11 +307,16 @@ impl<'a> Infer<'a> {
                         span,
                         format!("this must be {kind}, but is `{f}`"),
                     );
+                    self.label_other(i, op, format!("this needs {kind}"));
+                    self.label_other(i, fp, format!("`{f}` comes from here"));
                     self.help(i, "convert the value first (`int`, `float`, `str`), or use an operator that takes this type");
                 }
             }
             UnifyError::KindConflict {
-                expected, found, ..
+                expected,
+                found,
+                expected_origin,
+                found_origin,
             } => {
                 let i = self.diag(
                     Code::KindMismatch,
@@ -232,9 +324,15 @@ impl<'a> Infer<'a> {
                     span,
                     "no type is both",
                 );
+                let (eo, fo) = (
+                    self.origin_span(expected_origin),
+                    self.origin_span(found_origin),
+                );
+                self.label_other(i, eo, format!("this needs {expected}"));
+                self.label_other(i, fo, format!("this needs {found}"));
                 self.help(i, "use the value at one kind of type only");
             }
-            UnifyError::NotData { found, .. } => {
+            UnifyError::NotData { found, origin } => {
                 let f = self.show(found);
                 let i = self.diag(
                     Code::EqualityOnFunction,
@@ -242,6 +340,9 @@ impl<'a> Infer<'a> {
                     span,
                     "functions and handles cannot be compared, printed or encoded",
                 );
+                let (op, fp) = (self.origin_span(origin), self.prov_of(found));
+                self.label_other(i, op, "this needs data");
+                self.label_other(i, fp, format!("`{f}` comes from here"));
                 self.help(
                     i,
                     "compare or encode the data the function produces instead",
@@ -390,6 +491,9 @@ impl<'a> Infer<'a> {
             }
             let s = b.scheme.clone();
             let c = self.store.instantiate(&s);
+            if is_boundary(b) {
+                self.store.make_weak(c);
+            }
             return self.store.thunk(c);
         }
         let i = self.diag(
@@ -475,7 +579,11 @@ impl<'a> Infer<'a> {
     ) -> Vec<(String, Scheme, Span)> {
         let named_block = match &l.pattern.kind {
             PatternKind::Bind(n) if block_rhs(&l.value).is_some() => Some(n.text.clone()),
-            _ => None,
+            PatternKind::Bind(_)
+            | PatternKind::Wildcard
+            | PatternKind::List { .. }
+            | PatternKind::Record { .. }
+            | PatternKind::Error => None,
         };
         self.store.enter_level();
         let value = if let Some(name) = &named_block {
@@ -497,6 +605,18 @@ impl<'a> Infer<'a> {
         } else {
             let c = self.chain(&l.value);
             self.let_value(c, l.pattern.id, l.value.span)
+        };
+        // A scalar with no provenance (a builtin's result) gets its own node, so a
+        // later conflict can cite this right-hand side as its origin.
+        let value = {
+            let v = self.store.find(value);
+            match self.store.view(v) {
+                TyView::Con(
+                    con
+                    @ (Con::Unit | Con::Bool | Con::Int | Con::Float | Con::String | Con::Bytes),
+                ) if !self.prov.contains_key(&v) => self.lit(con, l.value.span),
+                TyView::Var(..) | TyView::Con(_) => value,
+            }
         };
         let mut binds = Vec::new();
         self.pattern(&l.pattern, value, &mut binds);
@@ -856,6 +976,9 @@ impl<'a> Infer<'a> {
             }
             let sch = b.scheme.clone();
             let comp = self.store.instantiate(&sch);
+            if is_boundary(b) {
+                self.store.make_weak(comp);
+            }
             return self.apply_args(comp, c, span);
         }
         self.elab
@@ -1356,17 +1479,53 @@ impl<'a> Infer<'a> {
         }
     }
 
-    /// The `try` error record `[cmd, status, message, site]` (§17.7).
+    /// The `try` error record (§17.7, deviation I1):
+    /// `[cmd: String, status: Int, reason: Reason, message: String,
+    /// site: `just [script: String, line: Int, col: Int] | `none]`, with
+    /// `Reason` and `Cause` closed variants, so a `case` on them is exhaustive.
     fn error_record(&mut self) -> Ty {
         let s = self.store.string();
         let i = self.store.int();
-        let site = self.store.fresh_value();
+        let u = self.store.unit();
+        let l = Label::intern;
+        let cause: Vec<(Label, Ty)> = [
+            "interrupted",
+            "cancelled",
+            "timed-out",
+            "terminated",
+            "aborted",
+            "reader-gone",
+        ]
+        .iter()
+        .map(|n| (l(n), u))
+        .collect();
+        let cause = self.store.variant(&cause).unwrap_or(u);
+        let reason = self
+            .store
+            .variant(&[
+                (l("exited"), i),
+                (l("signaled"), i),
+                (l("cancelled"), cause),
+                (l("not-found"), u),
+                (l("not-runnable"), u),
+                (l("raised"), u),
+            ])
+            .unwrap_or(u);
+        let loc = self
+            .store
+            .record(&[(l("script"), s), (l("line"), i), (l("col"), i)])
+            .unwrap_or(u);
+        let site = self
+            .store
+            .variant(&[(l("just"), loc), (l("none"), u)])
+            .unwrap_or(u);
         self.store
             .record(&[
-                (Label::intern("cmd"), s),
-                (Label::intern("status"), i),
-                (Label::intern("message"), s),
-                (Label::intern("site"), site),
+                (l("cmd"), s),
+                (l("status"), i),
+                (l("reason"), reason),
+                (l("message"), s),
+                (l("site"), site),
             ])
             .unwrap_or(s)
     }
@@ -1375,6 +1534,9 @@ impl<'a> Infer<'a> {
 
     fn atom(&mut self, a: &Atom) -> Ty {
         let mut t = self.primary(a);
+        if !matches!(a.primary, Primary::Var(_)) {
+            self.mark(t, a.span);
+        }
         for ix in &a.indexes {
             t = self.index(t, ix);
         }
@@ -1384,12 +1546,15 @@ impl<'a> Infer<'a> {
 
     fn primary(&mut self, a: &Atom) -> Ty {
         match &a.primary {
-            Primary::Word(_) => self.store.string(),
-            Primary::Int(_) => self.store.int(),
-            Primary::Float(_) => self.store.float(),
-            Primary::Bool(_) => self.store.bool(),
-            Primary::Unit => self.store.unit(),
-            Primary::Str(s) => self.string(s),
+            Primary::Word(_) => self.lit(Con::String, a.span),
+            Primary::Int(_) => self.lit(Con::Int, a.span),
+            Primary::Float(_) => self.lit(Con::Float, a.span),
+            Primary::Bool(_) => self.lit(Con::Bool, a.span),
+            Primary::Unit => self.lit(Con::Unit, a.span),
+            Primary::Str(s) => {
+                let _ = self.string(s);
+                self.lit(Con::String, a.span)
+            }
             Primary::Var(n) => self.var(&n.text, n.span),
             Primary::Expr(e) => self.expr(e),
             Primary::Force(inner) => {
@@ -1546,10 +1711,26 @@ impl<'a> Infer<'a> {
     fn index(&mut self, c: Ty, ix: &ral_syntax::ast::Index) -> Ty {
         let key = &ix.key;
         let elem = self.store.fresh_value();
-        let static_key = match &key.primary {
-            Primary::Word(w) if key.indexes.is_empty() => Some(w.clone()),
-            Primary::Str(s) if key.indexes.is_empty() => s.as_plain(),
-            _ => None,
+        let static_key = if key.indexes.is_empty() {
+            match &key.primary {
+                Primary::Word(w) => Some(w.clone()),
+                Primary::Str(s) => s.as_plain(),
+                Primary::Int(_)
+                | Primary::Float(_)
+                | Primary::Bool(_)
+                | Primary::Unit
+                | Primary::Var(_)
+                | Primary::Expr(_)
+                | Primary::Force(_)
+                | Primary::Tag { .. }
+                | Primary::Block(_)
+                | Primary::List(_)
+                | Primary::Record(_)
+                | Primary::Map(_)
+                | Primary::Error => None,
+            }
+        } else {
+            None
         };
         if let (Primary::Int(_), true) = (&key.primary, key.indexes.is_empty()) {
             let l = self.store.list(elem);
@@ -1566,21 +1747,85 @@ impl<'a> Infer<'a> {
             }
             return elem;
         }
+        // A computed index (§4.7, §17.3): container, key and element types
+        // are weak, and the list/map choice waits until one of them is known.
         let k = self.atom(key);
-        let kf = self.store.find(k);
+        self.store.make_weak(c);
+        self.store.make_weak(k);
+        let elem = self.store.fresh_weak();
+        let p = PendingIndex {
+            container: c,
+            key: k,
+            elem,
+            span: ix.span,
+            key_span: key.span,
+        };
+        if !self.try_index(p) {
+            self.pending_ix.push(p);
+        }
+        elem
+    }
+
+    /// Resolves a computed index if its container or key type decides it.
+    fn try_index(&mut self, p: PendingIndex) -> bool {
+        let cf = self.store.find(p.container);
+        let kf = self.store.find(p.key);
         let is_list = match (self.store.view(cf), self.store.view(kf)) {
+            (TyView::Con(Con::Error), _) | (_, TyView::Con(Con::Error)) => return true,
             (TyView::Con(Con::List(_)), _) | (_, TyView::Con(Con::Int)) => true,
             (TyView::Con(Con::Map(_)), _) | (_, TyView::Con(Con::String)) => false,
-            _ => false,
+            // Neither a list nor a map: report against the list reading when
+            // the key is unknown, the map reading otherwise.
+            (TyView::Con(_), _) => matches!(self.store.view(kf), TyView::Var(..)),
+            (TyView::Var(..), TyView::Var(..)) => return false,
+            // A key that is neither an Int nor a String: the map reading.
+            (TyView::Var(..), TyView::Con(_)) => false,
         };
         let (want_c, want_k) = if is_list {
-            (self.store.list(elem), self.store.int())
+            (self.store.list(p.elem), self.store.int())
         } else {
-            (self.store.map(elem), self.store.string())
+            (self.store.map(p.elem), self.store.string())
         };
-        self.unify_at(want_c, cf, ix.span, "the indexed value");
-        self.unify_at(want_k, kf, key.span, "this key");
-        elem
+        self.unify_at(want_c, cf, p.span, "the indexed value");
+        self.unify_at(want_k, kf, p.key_span, "this key");
+        true
+    }
+
+    /// Settles the deferred computed indexes at the end of the unit; one
+    /// still undecided is `ambiguous-index`.
+    fn finish_indexes(&mut self) {
+        loop {
+            let pending = std::mem::take(&mut self.pending_ix);
+            let before = pending.len();
+            let mut left = Vec::new();
+            for p in pending {
+                if !self.try_index(p) {
+                    left.push(p);
+                }
+            }
+            let progress = left.len() < before;
+            self.pending_ix = left;
+            if !progress || self.pending_ix.is_empty() {
+                break;
+            }
+        }
+        for p in std::mem::take(&mut self.pending_ix) {
+            let i = self.diag(
+                Code::AmbiguousIndex,
+                "nothing decides whether this index reads a list or a map",
+                p.span,
+                "the container and the key type are never fixed",
+            );
+            self.label_other(
+                i,
+                Some(p.key_span),
+                "an `Int` key reads a list, a `String` key a map",
+            );
+            self.help(
+                i,
+                "use the value at one container type, or fix the key: `$[$k + 0]` for a list, `\"$k\"` for a map",
+            );
+        }
     }
 
     // ---- expressions ---------------------------------------------------------
@@ -1591,13 +1836,14 @@ impl<'a> Infer<'a> {
             ExprKind::Paren(x) => self.expr(x),
             ExprKind::Unary { op, operand } => {
                 let t = self.expr(operand);
+                let op_at = Span::new(e.span.start, operand.span.start.max(e.span.start));
                 match op {
                     UnOp::Neg => {
-                        self.kinded(t, Kind::NUMBER, operand.span, "the operand of `-`");
+                        self.kinded(t, Kind::NUMBER, operand.span, "the operand of `-`", op_at);
                         t
                     }
                     UnOp::Not => {
-                        let b = self.store.bool();
+                        let b = self.lit(Con::Bool, op_at);
                         self.unify_at(b, t, operand.span, "the operand of `not`");
                         b
                     }
@@ -1607,9 +1853,10 @@ impl<'a> Infer<'a> {
                 let l = self.expr(lhs);
                 let r = self.expr(rhs);
                 let what = format!("the right operand of `{}`", op.spelling());
+                let op_at = Span::new(lhs.span.end, rhs.span.start.max(lhs.span.end));
                 match op {
                     BinOp::Or | BinOp::And => {
-                        let b = self.store.bool();
+                        let b = self.lit(Con::Bool, op_at);
                         self.unify_at(
                             b,
                             l,
@@ -1620,14 +1867,21 @@ impl<'a> Infer<'a> {
                         b
                     }
                     BinOp::Eq | BinOp::Ne => {
-                        if self.kinded(l, Kind::DATA, lhs.span, "a compared value") {
+                        if self.kinded(l, Kind::DATA, lhs.span, "a compared value", op_at) {
                             self.unify_ctx(l, r, rhs.span, &what, Ctx::Equality);
                         }
                         self.store.bool()
                     }
                     BinOp::Lt | BinOp::Gt | BinOp::Le | BinOp::Ge => {
-                        if self.kinded(l, Kind::COMPARABLE, lhs.span, "an ordered value")
-                            && self.kinded(r, Kind::COMPARABLE, rhs.span, "an ordered value")
+                        if self.kinded(l, Kind::COMPARABLE, lhs.span, "an ordered value", op_at)
+                            && self.right_kinded(
+                                l,
+                                r,
+                                Kind::COMPARABLE,
+                                rhs.span,
+                                "an ordered value",
+                                op_at,
+                            )
                         {
                             self.unify_at(l, r, rhs.span, &what);
                         }
@@ -1639,14 +1893,15 @@ impl<'a> Infer<'a> {
                             Kind::NUMBER,
                             lhs.span,
                             &format!("the left operand of `{}`", op.spelling()),
-                        ) && self.kinded(r, Kind::NUMBER, rhs.span, &what)
+                            op_at,
+                        ) && self.right_kinded(l, r, Kind::NUMBER, rhs.span, &what, op_at)
                         {
                             self.unify_at(l, r, rhs.span, &what);
                         }
                         l
                     }
                     BinOp::Rem => {
-                        let i = self.store.int();
+                        let i = self.lit(Con::Int, op_at);
                         self.unify_at(i, l, lhs.span, "the left operand of `%`");
                         self.unify_at(i, r, rhs.span, &what);
                         i
@@ -1658,14 +1913,39 @@ impl<'a> Infer<'a> {
         t
     }
 
-    fn kinded(&mut self, t: Ty, k: Kind, span: Span, what: &str) -> bool {
-        match self.store.constrain(t, k, None) {
+    /// `kinded` for a right operand; on failure also cites the left operand's
+    /// type where it came from.
+    fn right_kinded(&mut self, l: Ty, r: Ty, k: Kind, span: Span, what: &str, op: Span) -> bool {
+        if self.kinded(r, k, span, what, op) {
+            return true;
+        }
+        let lp = self.prov_of(l);
+        let ls = self.show(l);
+        if let Some(i) = self.diags.len().checked_sub(1) {
+            self.label_other(i, lp, format!("the left operand is `{ls}`, from here"));
+        }
+        false
+    }
+
+    fn kinded(&mut self, t: Ty, k: Kind, span: Span, what: &str, op: Span) -> bool {
+        let o = self.origin(op);
+        match self.store.constrain(t, k, Some(o)) {
             Ok(()) => true,
             Err(e) => {
                 self.report(e, span, what, Ctx::Plain);
                 false
             }
         }
+    }
+}
+
+/// Whether a builtin's result crosses a boundary (a decoder, `use`, a host
+/// answer), so its type variables are weak (§17.3, §7.3).
+fn is_boundary(b: &crate::builtins::Builtin) -> bool {
+    match b.kind {
+        BuiltinKind::Decoder => true,
+        BuiltinKind::Boundary => !b.name.starts_with('_'),
+        BuiltinKind::Builtin | BuiltinKind::Prelude | BuiltinKind::BaseHandler => false,
     }
 }
 

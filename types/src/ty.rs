@@ -955,6 +955,22 @@ impl TyStore {
         self.push(Term::Con { con, data: false }, level)
     }
 
+    /// A node for `con` that is never shared, so a side table can say where
+    /// this occurrence of the type came from (diagnostic provenance).
+    pub fn mk_unshared(&mut self, con: Con<Ty>) -> Ty {
+        let level = self.level_bound(&con);
+        let data = matches!(
+            con,
+            Con::Unit | Con::Bool | Con::Int | Con::Float | Con::String | Con::Bytes
+        );
+        self.push(Term::Con { con, data }, level)
+    }
+
+    /// Whether `t` is one of the shared nullary nodes [`TyStore::mk`] returns.
+    pub fn is_shared(&self, t: Ty) -> bool {
+        self.common.contains(&t)
+    }
+
     fn level_bound(&self, con: &Con<Ty>) -> u32 {
         let (kids, fields) = con.children();
         let mut level = WEAK_LEVEL;

@@ -1,0 +1,159 @@
+//! Regular expressions (§14.3): `re-match`, `re-split`, `re-find-match`,
+//! `re-find-matches`, `re-replace`, `re-replace-all`. The pattern comes
+//! first, the subject last.
+//!
+//! The syntax is the `regex` crate's (Perl-like, Unicode-aware, no
+//! look-around or back-references), which guarantees matching in time
+//! linear in the subject: a pattern cannot hang a script. Replacement text
+//! may refer to groups as `$1`, `${1}` or `${name}`; `$$` is a literal `$`.
+//!
+//! Compiled patterns are cached per thread (a small most-recently-used
+//! list), so a pattern applied inside `filter` or `map` compiles once.
+
+use std::cell::RefCell;
+
+use regex::Regex;
+
+use super::{str_arg, Ctx};
+use crate::failure::Failure;
+use crate::value::Value;
+
+const CACHE_SIZE: usize = 16;
+
+thread_local! {
+    static CACHE: RefCell<Vec<(String, Regex)>> = const { RefCell::new(Vec::new()) };
+}
+
+/// The compiled `pattern`, from the cache when it is there.
+fn compile(pattern: &str) -> Result<Regex, Failure> {
+    CACHE.with(|cache| {
+        let mut cache = cache.borrow_mut();
+        if let Some(i) = cache.iter().position(|(p, _)| p == pattern) {
+            let hit = cache.remove(i);
+            let re = hit.1.clone();
+            cache.push(hit);
+            return Ok(re);
+        }
+        let re = Regex::new(pattern)
+            .map_err(|e| Failure::error(format!("invalid regex {pattern:?}: {e}")))?;
+        if cache.len() >= CACHE_SIZE {
+            cache.remove(0);
+        }
+        cache.push((pattern.to_owned(), re.clone()));
+        Ok(re)
+    })
+}
+
+/// `re-match pat s`: whether `pat` matches anywhere in `s`.
+pub fn re_match(_: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
+    let re = compile(str_arg(args, 0)?)?;
+    Ok(Value::Bool(re.is_match(str_arg(args, 1)?)))
+}
+
+/// `re-split pat s`: the pieces of `s` between matches of `pat`.
+pub fn re_split(_: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
+    let re = compile(str_arg(args, 0)?)?;
+    Ok(Value::list(
+        re.split(str_arg(args, 1)?).map(Value::str).collect(),
+    ))
+}
+
+/// `re-find-match pat s`: `` `just m `` for the first match, else
+/// `` `none ``.
+pub fn re_find_match(_: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
+    let re = compile(str_arg(args, 0)?)?;
+    Ok(match re.find(str_arg(args, 1)?) {
+        Some(m) => Value::variant("just", Some(Value::str(m.as_str()))),
+        None => Value::variant("none", None),
+    })
+}
+
+/// `re-find-matches pat s`: every non-overlapping match, in order.
+pub fn re_find_matches(_: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
+    let re = compile(str_arg(args, 0)?)?;
+    Ok(Value::list(
+        re.find_iter(str_arg(args, 1)?)
+            .map(|m| Value::str(m.as_str()))
+            .collect(),
+    ))
+}
+
+/// `re-replace pat repl s`: `s` with the first match replaced.
+pub fn re_replace(_: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
+    let re = compile(str_arg(args, 0)?)?;
+    let repl = str_arg(args, 1)?;
+    Ok(Value::str(
+        re.replacen(str_arg(args, 2)?, 1, repl).into_owned(),
+    ))
+}
+
+/// `re-replace-all pat repl s`: `s` with every match replaced.
+pub fn re_replace_all(_: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
+    let re = compile(str_arg(args, 0)?)?;
+    let repl = str_arg(args, 1)?;
+    Ok(Value::str(
+        re.replace_all(str_arg(args, 2)?, repl).into_owned(),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testing::{call, fails, strs};
+    use crate::value::Value;
+
+    fn s(x: &str) -> Value {
+        Value::str(x)
+    }
+
+    #[test]
+    fn matching() {
+        assert_eq!(
+            call("re-match", &[s("^a.c$"), s("abc")]),
+            Ok(Value::Bool(true))
+        );
+        assert_eq!(
+            call("re-match", &[s("x"), s("abc")]),
+            Ok(Value::Bool(false))
+        );
+        assert_eq!(
+            call("re-split", &[s(",\\s*"), s("a, b,c")]),
+            Ok(strs(&["a", "b", "c"]))
+        );
+        assert_eq!(
+            call("re-find-match", &[s("[0-9]+"), s("ab 12 34")]),
+            Ok(Value::variant("just", Some(s("12"))))
+        );
+        assert_eq!(
+            call("re-find-match", &[s("[0-9]+"), s("none")]),
+            Ok(Value::variant("none", None))
+        );
+        assert_eq!(
+            call("re-find-matches", &[s("[0-9]+"), s("ab 12 34")]),
+            Ok(strs(&["12", "34"]))
+        );
+        assert_eq!(
+            call("re-replace", &[s("o"), s("0"), s("foo")]),
+            Ok(s("f0o"))
+        );
+        assert_eq!(
+            call("re-replace-all", &[s("o"), s("0"), s("foo")]),
+            Ok(s("f00"))
+        );
+        assert_eq!(
+            call(
+                "re-replace-all",
+                &[s("(\\w+)@(\\w+)"), s("$2 at ${1}"), s("me@host")]
+            ),
+            Ok(s("host at me"))
+        );
+        assert!(fails("re-match", &[s("("), s("x")]).contains("invalid regex"));
+    }
+
+    #[test]
+    fn cache_survives_many_patterns() {
+        for i in 0..40 {
+            let pat = format!("a{{{i}}}");
+            assert_eq!(call("re-match", &[s(&pat), s("")]), Ok(Value::Bool(i == 0)));
+        }
+    }
+}

@@ -1,0 +1,192 @@
+//! Runtime failures (§8.5, §8.6, §8.10).
+//!
+//! A [`Failure`] is the ordinary, recoverable failure outcome: what `fail`
+//! raises, what a builtin that cannot complete returns, and what `?` and
+//! `try` observe. It is one pointer wide (the details are boxed), so a
+//! `Result<Value, Failure>` stays small on the hot path where nothing fails.
+//! Control escapes (`exit`, cancellation stickiness) are the VM's business
+//! and are not `Failure`s.
+
+use std::fmt;
+use std::ops::{Deref, DerefMut};
+use std::sync::Arc;
+
+/// The status a builtin reports when it cannot complete and the spec names
+/// no other.
+pub const STATUS_ERROR: i32 = 1;
+
+/// A recoverable failure. Derefs to [`FailureInfo`] for its fields.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Failure {
+    info: Box<FailureInfo>,
+}
+
+/// What a failure carries. The VM later adds the source site and trace.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FailureInfo {
+    /// The nonzero status, in the signed 32-bit exit-code range.
+    pub status: i32,
+    /// The message: the text the failure carries (`try`'s `message`).
+    pub message: String,
+    /// Why it happened (`try`'s `reason`).
+    pub reason: Reason,
+    /// The innermost failing command's name, stamped by dispatch; `None`
+    /// reads as `<runtime>`.
+    pub cmd: Option<Arc<str>>,
+}
+
+/// Why a failure happened (§8.6).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reason {
+    /// An external command exited with this nonzero status.
+    Exited(i32),
+    /// An external command died of this signal.
+    Signaled(i32),
+    /// Cancellation, by this cause.
+    Cancelled(Cause),
+    /// No command of that name exists (status 127).
+    NotFound,
+    /// The command exists but could not be started (status 126).
+    NotRunnable,
+    /// `fail`, or a runtime operation that could not complete.
+    Raised,
+}
+
+/// A cancellation cause (§8.10), in escalation order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Cause {
+    /// A pipeline stage whose reader ended (status 141).
+    ReaderGone,
+    /// Foreground interrupt (130).
+    Interrupted,
+    /// Explicit cancellation of a handle (143).
+    Cancelled,
+    /// A deadline (124).
+    TimedOut,
+    /// Session termination (143).
+    Terminated,
+    /// Root abort (131).
+    Aborted,
+}
+
+impl Cause {
+    /// The status this cause reports.
+    pub fn status(self) -> i32 {
+        match self {
+            Cause::ReaderGone => 141,
+            Cause::Interrupted => 130,
+            Cause::Cancelled => 143,
+            Cause::TimedOut => 124,
+            Cause::Terminated => 143,
+            Cause::Aborted => 131,
+        }
+    }
+
+    /// The message this cause reports.
+    pub fn message(self) -> &'static str {
+        match self {
+            Cause::ReaderGone => "reader gone",
+            Cause::Interrupted => "interrupted",
+            Cause::Cancelled => "cancelled",
+            Cause::TimedOut => "timed out",
+            Cause::Terminated => "terminated",
+            Cause::Aborted => "aborted",
+        }
+    }
+}
+
+impl Failure {
+    /// A raised failure with a status and message (what `fail` builds).
+    pub fn raised(status: i32, message: impl Into<String>) -> Failure {
+        Failure::new(status, message.into(), Reason::Raised)
+    }
+
+    /// A runtime operation that could not complete: status 1, reason
+    /// `raised`.
+    pub fn error(message: impl Into<String>) -> Failure {
+        Failure::raised(STATUS_ERROR, message)
+    }
+
+    /// A cancellation by `cause`.
+    pub fn cancelled(cause: Cause) -> Failure {
+        Failure::new(
+            cause.status(),
+            cause.message().to_owned(),
+            Reason::Cancelled(cause),
+        )
+    }
+
+    /// A failure with every field given.
+    pub fn new(status: i32, message: String, reason: Reason) -> Failure {
+        Failure {
+            info: Box::new(FailureInfo {
+                status,
+                message,
+                reason,
+                cmd: None,
+            }),
+        }
+    }
+
+    /// Stamps the failing command's name unless an inner dispatch already
+    /// did (the innermost wins, §8.6).
+    pub fn with_cmd(mut self, cmd: &Arc<str>) -> Failure {
+        if self.info.cmd.is_none() {
+            self.info.cmd = Some(cmd.clone());
+        }
+        self
+    }
+}
+
+impl Deref for Failure {
+    type Target = FailureInfo;
+    fn deref(&self) -> &FailureInfo {
+        &self.info
+    }
+}
+
+impl DerefMut for Failure {
+    fn deref_mut(&mut self) -> &mut FailureInfo {
+        &mut self.info
+    }
+}
+
+impl fmt::Debug for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.info.fmt(f)
+    }
+}
+
+impl fmt::Display for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.info.cmd {
+            Some(cmd) => write!(f, "{cmd}: {}", self.info.message),
+            None => f.write_str(&self.info.message),
+        }
+    }
+}
+
+impl std::error::Error for Failure {}
+
+const _: () = assert!(std::mem::size_of::<Failure>() == 8);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Value;
+
+    #[test]
+    fn result_stays_small() {
+        assert!(std::mem::size_of::<Result<Value, Failure>>() <= 24);
+    }
+
+    #[test]
+    fn innermost_command_wins() {
+        let inner: Arc<str> = Arc::from("int");
+        let outer: Arc<str> = Arc::from("map");
+        let f = Failure::error("bad").with_cmd(&inner).with_cmd(&outer);
+        assert_eq!(f.cmd.as_deref(), Some("int"));
+        assert_eq!(f.to_string(), "int: bad");
+        assert_eq!(Failure::cancelled(Cause::TimedOut).status, 124);
+    }
+}
