@@ -4,6 +4,10 @@
 
 use std::fmt::Write;
 
+mod typed;
+
+pub use typed::generate_typed_program;
+
 /// Generates a well-formed ral program of exactly `lines` lines.
 ///
 /// The program mixes what real scripts contain: `let` bindings, functions

@@ -159,6 +159,9 @@ fn rich_to_diagnostic(err: &Rich<'_, PTok<'_>, SimpleSpan>, source: SourceId) ->
             let mut names: Vec<String> = expected
                 .iter()
                 .map(|e| match e {
+                    chumsky::error::RichPattern::Label(l) if *l == "=" || is_reserved(l) => {
+                        format!("`{l}`")
+                    }
                     chumsky::error::RichPattern::Label(l) => l.to_string(),
                     chumsky::error::RichPattern::Token(t) => t.to_string(),
                     chumsky::error::RichPattern::EndOfInput => "end of input".to_string(),
@@ -616,15 +619,18 @@ where
     // ---- names and patterns -------------------------------------------------
 
     let pattern = recursive(|pattern| {
-        let name_pat = tok(K::Word).map_with(|t: PTok<'t>, e| {
-            let span = sp(e.span());
-            let kind = if t.text == "_" {
-                PatternKind::Wildcard
-            } else if is_identifier(t.text) {
-                PatternKind::Bind(Name::new(t.text, span))
-            } else {
-                let source = source_of(e);
-                push_diag(
+        let name_pat =
+            tok(K::Word)
+                .filter(|t: &PTok<'t>| t.text != "=")
+                .map_with(|t: PTok<'t>, e| {
+                    let span = sp(e.span());
+                    let kind = if t.text == "_" {
+                        PatternKind::Wildcard
+                    } else if is_identifier(t.text) {
+                        PatternKind::Bind(Name::new(t.text, span))
+                    } else {
+                        let source = source_of(e);
+                        push_diag(
                     e,
                     Diagnostic::new(
                         Code::InvalidPattern,
@@ -636,14 +642,14 @@ where
                     .with_note("A pattern binds names; it cannot test a literal value (spec §5.2).")
                     .with_help("use `if` to compare values, and `case` to choose by tag"),
                 );
-                PatternKind::Error
-            };
-            Pattern {
-                id: NodeId::default(),
-                kind,
-                span,
-            }
-        });
+                        PatternKind::Error
+                    };
+                    Pattern {
+                        id: NodeId::default(),
+                        kind,
+                        span,
+                    }
+                });
 
         let other_pat = any()
             .filter(|t: &PTok<'t>| {
@@ -1632,39 +1638,36 @@ where
         .then(stage.clone())
         .map(|(_, stage)| stage);
 
-    let pipe_sep = nl().then(tok(K::Pipe)).then(nl());
-    let pipeline = stage
-        .then(
-            pipe_sep
-                .ignore_then(later_stage.clone())
-                .repeated()
-                .collect::<Vec<Stage>>(),
-        )
-        .map_with(|(first, rest), e| {
-            let mut stages = vec![first];
-            stages.extend(rest);
-            Pipeline {
-                stages,
-                span: sp(e.span()),
-            }
-        });
-    let later_pipeline = later_stage
-        .clone()
-        .then(
-            nl().then(tok(K::Pipe))
-                .then(nl())
-                .ignore_then(later_stage)
-                .repeated()
-                .collect::<Vec<Stage>>(),
-        )
-        .map_with(|(first, rest), e| {
-            let mut stages = vec![first];
-            stages.extend(rest);
-            Pipeline {
-                stages,
-                span: sp(e.span()),
-            }
-        });
+    // A pipeline from its first stage: `|` admits newlines on both sides, and
+    // every later stage refuses `let`.
+    let pipeline_from = |first: chumsky::Boxed<'t, 't, I, Stage, Extra<'t, Er>>| {
+        first
+            .then(
+                nl().then(tok(K::Pipe))
+                    .then(nl())
+                    .ignore_then(later_stage.clone())
+                    .repeated()
+                    .collect::<Vec<Stage>>(),
+            )
+            .map_with(|(first, rest), e| {
+                let mut stages = vec![first];
+                stages.extend(rest);
+                Pipeline {
+                    stages,
+                    span: sp(e.span()),
+                }
+            })
+    };
+    // At the start of a statement `let` is a binding; when the binding cannot
+    // be read, that is an error at the point it fails, never a command named
+    // `let`.
+    let first_stage = any()
+        .filter(|t: &PTok<'t>| !(t.kind == K::Word && t.text == "let"))
+        .rewind()
+        .ignore_then(stage)
+        .boxed();
+    let pipeline = pipeline_from(first_stage);
+    let later_pipeline = pipeline_from(later_stage.clone().boxed());
 
     let question = tok(K::Newline).or_not().ignore_then(tok(K::Question)).then(
         tok(K::Newline)

@@ -509,6 +509,29 @@ impl<'a> Infer<'a> {
         self.store.error()
     }
 
+    /// A top-level `let` hiding a prelude function or builtin warns (§5.1).
+    fn shadow_warning(diags: &mut Vec<Diagnostic>, source: SourceId, name: &str, span: Span) {
+        let Some(b) = builtin_table().get(name) else {
+            return;
+        };
+        let what = match b.kind {
+            BuiltinKind::Prelude => "prelude function",
+            BuiltinKind::BaseHandler => "base handler",
+            BuiltinKind::Builtin | BuiltinKind::Decoder | BuiltinKind::Boundary => "builtin",
+        };
+        let mut d = Diagnostic::new(
+            Code::PreludeShadow,
+            source,
+            format!("`{name}` hides the {what} of that name"),
+            span,
+            format!("later uses of `{name}` see this binding"),
+        );
+        d.help = Some(format!(
+            "rename the binding if hiding `{name}` is not meant"
+        ));
+        diags.push(d);
+    }
+
     // ---- statements ----------------------------------------------------------
 
     /// Types a statement list; returns the computation type of the last
@@ -539,6 +562,9 @@ impl<'a> Infer<'a> {
                 Stmt::Let(l) => {
                     let names = self.let_stmt(l, &mut open);
                     if let Some(out) = top.as_deref_mut() {
+                        for (name, _, span) in &names {
+                            Self::shadow_warning(&mut self.diags, self.source, name, *span);
+                        }
                         for (name, scheme, span) in names {
                             out.push(TopBinding {
                                 name,
@@ -1349,14 +1375,42 @@ impl<'a> Infer<'a> {
         }
         let v = self.atom(a);
         let c = self.expect_thunk(v, a.span, None);
-        match payload {
-            Some(p) => {
+        let Some(p) = payload else { return c };
+        // A `$name` arm (§8.3): a one-argument function of the payload, or a
+        // plain block for a nullary tag.
+        let cf = self.store.find(c);
+        match self.store.view(cf) {
+            TyView::Con(Con::Returns { .. }) => {
+                let u = self.store.unit();
+                self.unify_at(u, p, a.span, "the payload of a plain-block arm");
+                cf
+            }
+            TyView::Con(Con::Arrow { param, result }) => {
+                self.unify_at(param, p, a.span, "this arm's parameter");
+                let rf = self.store.find(result);
+                if let TyView::Con(Con::Arrow { .. }) = self.store.view(rf) {
+                    let f = self.show(cf);
+                    let i = self.diag(
+                        Code::TypeMismatch,
+                        format!("a `case` arm takes {f}, a function of more than one argument"),
+                        a.span,
+                        "a case arm receives exactly one value, the payload",
+                    );
+                    self.help(
+                        i,
+                        "wrap it: `{ |x| f $x other }`, or give the arm a one-argument function",
+                    );
+                    return self.store.error();
+                }
+                result
+            }
+            TyView::Con(Con::Error) => cf,
+            TyView::Var(..) | TyView::Con(_) => {
                 let r = self.store.fresh_comp();
                 let arr = self.store.arrow(p, r);
                 self.unify_at(arr, c, a.span, "this arm");
                 r
             }
-            None => c,
         }
     }
 
@@ -1389,12 +1443,9 @@ impl<'a> Infer<'a> {
     fn case_form(&mut self, c: &Case) -> Ty {
         let scrut = self.atom(&c.scrutinee);
         let mut tags = Vec::new();
-        let mut arms = Vec::new();
         for arm in &c.arms {
             let p = self.store.fresh_value();
             tags.push((Label::intern(&arm.tag.text), p));
-            let t = self.arm(&arm.arm, Some(p));
-            arms.push((t, arm.arm.id, arm.arm.span));
         }
         if let Some(closed) = self.store.variant(&tags) {
             if let Err(e) = self.store.unify(closed, scrut) {
@@ -1425,6 +1476,13 @@ impl<'a> Infer<'a> {
                     }
                 }
             }
+        }
+        // The arms are typed after the scrutinee, so a payload conflict is
+        // reported at the arm, citing where the payload came from.
+        let mut arms = Vec::new();
+        for (arm, &(_, p)) in c.arms.iter().zip(&tags) {
+            let t = self.arm(&arm.arm, Some(p));
+            arms.push((t, arm.arm.id, arm.arm.span));
         }
         if arms.is_empty() {
             return self.store.error();
@@ -1943,8 +2001,7 @@ impl<'a> Infer<'a> {
 /// answer), so its type variables are weak (§17.3, §7.3).
 fn is_boundary(b: &crate::builtins::Builtin) -> bool {
     match b.kind {
-        BuiltinKind::Decoder => true,
-        BuiltinKind::Boundary => !b.name.starts_with('_'),
+        BuiltinKind::Decoder | BuiltinKind::Boundary => true,
         BuiltinKind::Builtin | BuiltinKind::Prelude | BuiltinKind::BaseHandler => false,
     }
 }

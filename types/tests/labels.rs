@@ -65,3 +65,19 @@ fn kind_error_in_a_called_function_labels_the_operator() {
     assert_eq!(e.len(), 1, "{e:?}");
     assert!(e[0].2.contains(&2), "{e:?}");
 }
+
+#[test]
+fn top_level_let_hiding_a_prelude_name_warns_only() {
+    let src = "let length = { |x| return 0 }\nlet n = length [1]\nlet f = {\n  let map = 1\n  return $map\n}\n";
+    let (_, checked) = check_source(src, "<test>", &TypeEnv::new());
+    let checked = checked.unwrap();
+    assert!(!checked.has_errors(), "{:?}", checked.diagnostics);
+    let warns: Vec<_> = checked
+        .diagnostics
+        .iter()
+        .filter(|d| d.code.name() == "prelude-shadow")
+        .collect();
+    assert_eq!(warns.len(), 1, "{warns:?}");
+    assert_eq!(warns[0].severity, ral_syntax::Severity::Warning);
+    assert_eq!(warns[0].primary.span.start, 4);
+}

@@ -563,7 +563,7 @@ mod tests {
     #[test]
     fn renderer_breaks_to_width() {
         let o = RenderOptions {
-            width: 20,
+            width: 24,
             ..RenderOptions::default()
         };
         let v = rec(&[

@@ -238,7 +238,8 @@ mod tests {
         assert_eq!(ral("it's"), "#'it's'#");
         assert_eq!(ral("x'#y"), "##'x'#y'##");
         assert_eq!(ral("a\r\nb"), "\"a\\r\\nb\"");
-        assert_eq!(ral("~$x!\"\\"), "\"\\~\\$x\\!\\\"\\\\\"");
+        assert_eq!(ral("~$x!\"\\"), "'~$x!\"\\'");
+        assert_eq!(ral("~$x!\"\\\r"), "\"\\~\\$x\\!\\\"\\\\\\r\"");
         assert_eq!(ral("a\nb"), "'a\nb'");
         assert_eq!(ral("\u{7}"), "\"\\u{7}\"");
     }

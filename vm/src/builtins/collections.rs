@@ -41,15 +41,15 @@ pub fn filter(ctx: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
     let mut out = Vec::new();
     for x in xs.iter() {
         ctx.poll()?;
-        match ctx.call(p, slice::from_ref(x))? {
-            Value::Bool(true) => out.push(x.clone()),
-            Value::Bool(false) => {}
-            v => {
-                return Err(Failure::error(format!(
-                    "the predicate returned {}, not a Bool",
-                    v.kind_name()
-                )))
-            }
+        let keep = ctx.call(p, slice::from_ref(x))?;
+        let Value::Bool(keep) = keep else {
+            return Err(Failure::error(format!(
+                "the predicate returned {}, not a Bool",
+                keep.kind_name()
+            )));
+        };
+        if keep {
+            out.push(x.clone());
         }
     }
     if out.len() == xs.len() {
@@ -383,7 +383,10 @@ mod tests {
     #[test]
     fn maps() {
         let m = rec(&[("b", Value::Int(2)), ("a", Value::Int(1))]);
-        assert_eq!(call("keys", &[m.clone()]), Ok(strs(&["a", "b"])));
+        assert_eq!(
+            call("keys", std::slice::from_ref(&m)),
+            Ok(strs(&["a", "b"]))
+        );
         assert_eq!(
             call("has", &[m.clone(), Value::str("a")]),
             Ok(Value::Bool(true))

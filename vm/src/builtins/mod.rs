@@ -155,7 +155,7 @@ pub fn by_table_id(id: ral_types::BuiltinId) -> Option<&'static BuiltinDef> {
 
 // ---- argument access (a backstop behind the checker) ----
 
-fn wrong(expected: &str, got: &Value) -> Failure {
+pub(crate) fn wrong(expected: &str, got: &Value) -> Failure {
     Failure::error(format!("expected {expected}, got {}", got.kind_name()))
 }
 
@@ -170,30 +170,38 @@ pub(crate) fn str_arg(args: &[Value], i: usize) -> Result<&str, Failure> {
 }
 
 pub(crate) fn int_arg(args: &[Value], i: usize) -> Result<i64, Failure> {
-    match arg(args, i)? {
-        Value::Int(n) => Ok(*n),
-        v => Err(wrong("an Int", v)),
+    let v = arg(args, i)?;
+    if let Value::Int(n) = v {
+        Ok(*n)
+    } else {
+        Err(wrong("an Int", v))
     }
 }
 
 pub(crate) fn float_arg(args: &[Value], i: usize) -> Result<f64, Failure> {
-    match arg(args, i)? {
-        Value::Float(x) => Ok(*x),
-        v => Err(wrong("a Float", v)),
+    let v = arg(args, i)?;
+    if let Value::Float(x) = v {
+        Ok(*x)
+    } else {
+        Err(wrong("a Float", v))
     }
 }
 
 pub(crate) fn list_arg(args: &[Value], i: usize) -> Result<&Arc<Vec<Value>>, Failure> {
-    match arg(args, i)? {
-        Value::List(items) => Ok(items),
-        v => Err(wrong("a List", v)),
+    let v = arg(args, i)?;
+    if let Value::List(items) = v {
+        Ok(items)
+    } else {
+        Err(wrong("a List", v))
     }
 }
 
 pub(crate) fn record_arg(args: &[Value], i: usize) -> Result<&Record, Failure> {
-    match arg(args, i)? {
-        Value::Record(r) => Ok(r),
-        v => Err(wrong("a record or map", v)),
+    let v = arg(args, i)?;
+    if let Value::Record(r) = v {
+        Ok(r)
+    } else {
+        Err(wrong("a record or map", v))
     }
 }
 

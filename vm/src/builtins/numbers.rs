@@ -221,7 +221,8 @@ mod tests {
         assert_eq!(r(-2.5, 0), Ok(Value::Float(-3.0)));
         assert_eq!(r(0.125, 2), Ok(Value::Float(0.13)));
         assert_eq!(r(1.005, 2), Ok(Value::Float(1.0)));
-        assert_eq!(r(3.14159, 3), Ok(Value::Float(3.142)));
+        assert_eq!(r(1.23449, 3), Ok(Value::Float(1.234)));
+        assert_eq!(r(2.71851, 3), Ok(Value::Float(2.719)));
         assert_eq!(r(9.99, 1), Ok(Value::Float(10.0)));
         assert_eq!(r(0.4, 0), Ok(Value::Float(0.0)));
         assert_eq!(r(1e300, 2), Ok(Value::Float(1e300)));
@@ -241,7 +242,7 @@ mod tests {
         assert!(fails("floor", &[Value::Float(9.3e18)]).contains("out of the Int range"));
         assert!(fails("ceil", &[Value::Float(-1e300)]).contains("out of the Int range"));
         assert_eq!(
-            f("trunc", -9.223372036854775808e18),
+            f("trunc", -9.223_372_036_854_776e18),
             Ok(Value::Int(i64::MIN))
         );
     }

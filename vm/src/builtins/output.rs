@@ -3,20 +3,20 @@
 //! output first and writes it with one [`Ctx::write`], so a failure writes
 //! nothing. `ral` writes `LF` alone.
 
-use super::{arg, list_arg, Ctx};
+use super::{arg, list_arg, wrong, Ctx};
 use crate::display::write_text;
 use crate::failure::Failure;
 use crate::value::Value;
 
 /// `to-string x`: writes the text form.
 pub fn to_string(ctx: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
-    match arg(args, 0)? {
-        Value::Str(s) => ctx.write(s.as_bytes())?,
-        v => {
-            let mut out = String::new();
-            write_text(&mut out, v);
-            ctx.write(out.as_bytes())?;
-        }
+    let v = arg(args, 0)?;
+    if let Value::Str(s) = v {
+        ctx.write(s.as_bytes())?;
+    } else {
+        let mut out = String::new();
+        write_text(&mut out, v);
+        ctx.write(out.as_bytes())?;
     }
     Ok(Value::Unit)
 }
@@ -47,15 +47,11 @@ pub fn to_lines(ctx: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
 
 /// `to-bytes b`: writes the bytes unchanged.
 pub fn to_bytes(ctx: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
-    match arg(args, 0)? {
-        Value::Bytes(b) => ctx.write(b)?,
-        v => {
-            return Err(Failure::error(format!(
-                "expected Bytes, got {}",
-                v.kind_name()
-            )))
-        }
-    }
+    let v = arg(args, 0)?;
+    let Value::Bytes(b) = v else {
+        return Err(wrong("Bytes", v));
+    };
+    ctx.write(b)?;
     Ok(Value::Unit)
 }
 
@@ -65,17 +61,17 @@ pub fn ints_to_bytes(ctx: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure
     let xs = list_arg(args, 0)?;
     let mut out = Vec::with_capacity(xs.len());
     for (i, x) in xs.iter().enumerate() {
-        match x {
-            Value::Int(n) => out.push(u8::try_from(*n).map_err(|_| {
+        let Value::Int(n) = x else {
+            return Err(Failure::error(format!(
+                "element {i} is {}, not an Int",
+                x.kind_name()
+            )));
+        };
+        out.push(
+            u8::try_from(*n).map_err(|_| {
                 Failure::error(format!("element {i} is {n}, not a byte (0 to 255)"))
-            })?),
-            v => {
-                return Err(Failure::error(format!(
-                    "element {i} is {}, not an Int",
-                    v.kind_name()
-                )))
-            }
-        }
+            })?,
+        );
     }
     ctx.write(&out)?;
     Ok(Value::Unit)
