@@ -12,6 +12,10 @@ use std::time::{Duration, Instant};
 use criterion::{criterion_group, Criterion, SamplingMode, Throughput};
 use ral_syntax::{lexer, parse, SourceId, SourceMap};
 
+// Measure with the allocator the binaries ship with (`ralc`, `ral`).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 const SIZES: &[usize] = &[1_000, 10_000, 100_000];
 
 fn source(lines: usize) -> String {

@@ -1216,7 +1216,14 @@ where
 
     // ---- stages ----------------------------------------------------------------
 
-    let arg = choice((
+    // Only a token that can start an argument or a redirect enters the
+    // alternatives, so the end of a command costs one failed test, not one
+    // per kind of atom.
+    let arg_start = any()
+        .filter(|t: &PTok<'t>| is_arg_start(t.kind) || matches!(t.kind, K::Redirect { .. }))
+        .rewind();
+    let arg = arg_start.ignore_then(choice((
+        atom.clone().map(|a| Ok(Arg::Atom(a))),
         redirect.clone().map(Err),
         tok(K::Spread)
             .ignore_then(atom.clone())
@@ -1226,8 +1233,7 @@ where
                     span: sp(e.span()),
                 })
             }),
-        atom.clone().map(|a| Ok(Arg::Atom(a))),
-    ));
+    )));
 
     let caret_head = tok(K::Caret)
         .then(any().filter(|t: &PTok<'t>| t.glued && is_arg_start(t.kind)).or_not())
