@@ -6,9 +6,9 @@
 //!
 //! Known gaps (typed permissively, never a panic): handler arms
 //! (`within [handlers: …]`) are not checked against `standsFor`; `grant` and
-//! `within` options are typed as ordinary values; computed indexes are decided
-//! immediately from what is known (default: map) instead of deferred; the
-//! block-argument capture of §17.5(2) is applied to one arrow level only.
+//! `within` options are typed as ordinary values; the block-argument capture
+//! of §17.5(2) is applied to one arrow level only; a block that uses a later
+//! block definition (§5.7) is monomorphic in it.
 
 use std::collections::HashMap;
 
@@ -44,7 +44,9 @@ struct Infer<'a> {
     /// Undo log of names pushed, per open scope.
     frames: Vec<Vec<String>>,
     /// Forward slots for named blocks later in an enclosing statement list.
-    forward: HashMap<String, Vec<Ty>>,
+    /// Each slot carries the level of the statement list holding it (`None`
+    /// for a block's own self-reference, which stays generalisable).
+    forward: HashMap<String, Vec<(Ty, Option<u32>)>>,
     /// Depth of named-block right-hand sides being checked.
     in_block_rhs: u32,
     /// Session entries instantiated this turn for weak bindings.
@@ -409,11 +411,8 @@ impl<'a> Infer<'a> {
             let s = b.scheme.clone();
             return Some(self.store.instantiate(&s));
         }
-        if self.in_block_rhs > 0 {
-            if let Some(t) = self.forward.get(name).and_then(|v| v.last()).copied() {
-                return Some(t);
-            }
-        }
+        // A session binding precedes every definition of this unit, so it is
+        // the nearest preceding one (§5.7); forward slots come after it.
         if let Some(e) = self.env.get(name) {
             if e.weak {
                 if let Some(t) = self.weak_cache.get(name) {
@@ -426,6 +425,19 @@ impl<'a> Infer<'a> {
             }
             let s = e.scheme.clone();
             return Some(self.store.instantiate(&s));
+        }
+        // Only with no preceding definition: the first later block definition
+        // in an enclosing statement list (§5.7).
+        if self.in_block_rhs > 0 {
+            if let Some((t, level)) = self.forward.get(name).and_then(|v| v.last()).copied() {
+                // A block using a later definition is not generalised over it
+                // before that definition fixes it: the slot drops to the level
+                // of the statement list that holds both.
+                if let Some(level) = level {
+                    self.store.lower_to(t, level);
+                }
+                return Some(t);
+            }
         }
         None
     }
@@ -549,11 +561,15 @@ impl<'a> Infer<'a> {
             }
         }
         let mut open: HashMap<String, Ty> = HashMap::new();
+        let list_level = self.store.level();
         for n in &slots {
             self.store.enter_level();
             let t = self.store.fresh_value();
             self.store.exit_level();
-            self.forward.entry(n.clone()).or_default().push(t);
+            self.forward
+                .entry(n.clone())
+                .or_default()
+                .push((t, Some(list_level)));
             open.insert(n.clone(), t);
         }
         let mut last = None;
@@ -618,7 +634,10 @@ impl<'a> Infer<'a> {
                 Some(t) => t,
                 None => self.store.fresh_value(),
             };
-            self.forward.entry(name.clone()).or_default().push(slot);
+            self.forward
+                .entry(name.clone())
+                .or_default()
+                .push((slot, None));
             self.in_block_rhs += 1;
             let c = self.chain(&l.value);
             self.in_block_rhs -= 1;
@@ -1729,11 +1748,39 @@ impl<'a> Infer<'a> {
                 .record(&fields)
                 .unwrap_or_else(|| self.store.error()),
             Some(b) => {
-                // An update names only fields the base has (§4.5).
-                if let Some(r) = self.store.open_record(&fields) {
-                    self.unify_at(r, b, span, "the record being updated");
+                // An update names only fields the base has, and each written
+                // field replaces the base's at whatever type it is written;
+                // the rest of the row carries over (§4.5).
+                let tail = self.store.fresh_row(Alphabet::Field);
+                let old: Vec<(Label, Ty)> = fields
+                    .iter()
+                    .map(|&(l, _)| (l, self.store.fresh_value()))
+                    .collect();
+                let (Some(base_row), Some(new_row)) = (
+                    self.store.row(Alphabet::Field, &old, tail),
+                    self.store.row(Alphabet::Field, &fields, tail),
+                ) else {
+                    return self.store.error();
+                };
+                let base = self.store.mk(Con::Record(base_row));
+                if !self.unify_at(base, b, span, "the record being updated") {
+                    return self.lit(Con::Record(new_row), span);
                 }
-                b
+                // Print the result in the base's field order.
+                let bf = self.store.find(b);
+                let TyView::Con(Con::Record(row)) = self.store.view(bf) else {
+                    return self.lit(Con::Record(new_row), span);
+                };
+                let (mut parts, end) = self.store.row_parts(row);
+                for (l, t) in &mut parts {
+                    if let Some(&(_, w)) = fields.iter().find(|(m, _)| m == l) {
+                        *t = w;
+                    }
+                }
+                match self.store.row(Alphabet::Field, &parts, end) {
+                    Some(r) => self.lit(Con::Record(r), span),
+                    None => self.lit(Con::Record(new_row), span),
+                }
             }
         }
     }

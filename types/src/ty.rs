@@ -1178,6 +1178,12 @@ impl TyStore {
         (out, cur)
     }
 
+    /// Lowers every variable in `t` to at most `level`, so a `let` deeper
+    /// than `level` does not generalise it.
+    pub fn lower_to(&mut self, t: Ty, level: u32) {
+        self.lower(t, level);
+    }
+
     /// Makes every variable in `t` weak (a boundary's result, §17.3).
     pub fn make_weak(&mut self, t: Ty) {
         self.lower(t, WEAK_LEVEL);
