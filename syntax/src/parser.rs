@@ -899,7 +899,25 @@ where
     }
 
     let key = choice((
-        tok(K::Word).map_with(|t: PTok<'t>, e| Ok(Key::Static(Name::new(t.text, sp(e.span()))))),
+        // A bare key must be a name; a quoted one may hold any text.
+        tok(K::Word).map_with(|t: PTok<'t>, e| {
+            let span = sp(e.span());
+            if !is_identifier(t.text) {
+                let source = source_of(e);
+                push_diag(
+                    e,
+                    Diagnostic::new(
+                        Code::InvalidKey,
+                        source,
+                        format!("`{}` cannot be a key", t.text),
+                        span,
+                        "a bare key must be a name",
+                    )
+                    .with_help(format!("quote it: '{}'", t.text)),
+                );
+            }
+            Ok(Key::Static(Name::new(t.text, span)))
+        }),
         raw_string.map_with(|s: StrLit, e| {
             Ok(Key::Static(Name::new(
                 s.as_plain().unwrap_or_default(),
@@ -926,32 +944,7 @@ where
         key.then(atom.clone()).map_with(|(k, v), e| {
             let span = sp(e.span());
             match k {
-                Ok(k) => {
-                    if let Key::Static(n) = &k {
-                        if !is_identifier(&n.text)
-                            && n.span.len() as usize == n.text.len()
-                            && !n.text.is_empty()
-                        {
-                            // A bare static key must be an identifier; a quoted one may hold anything.
-                            let bare = parse_numeral(&n.text).is_some() || !is_identifier(&n.text);
-                            if bare && is_bare_key_span(&n.text, n.span) {
-                                let source = source_of(e);
-                                push_diag(
-                                    e,
-                                    Diagnostic::new(
-                                        Code::InvalidKey,
-                                        source,
-                                        format!("`{}` cannot be a key", n.text),
-                                        n.span,
-                                        "a bare key must be a name",
-                                    )
-                                    .with_help(format!("quote it: '{}'", n.text)),
-                                );
-                            }
-                        }
-                    }
-                    Item::Field(k, v, span)
-                }
+                Ok(k) => Item::Field(k, v, span),
                 Err(kspan) => {
                     let source = source_of(e);
                     push_diag(
@@ -1752,10 +1745,6 @@ where
     );
 
     program.clone().then_ignore(end())
-}
-
-fn is_bare_key_span(text: &str, span: Span) -> bool {
-    span.len() as usize == text.len()
 }
 
 fn tag_as_key(source: SourceId, span: Span, text: &str) -> Diagnostic {
