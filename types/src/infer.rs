@@ -24,7 +24,8 @@ use crate::check::{CaptureSite, CheckOptions, Checked, Elaboration, HeadRes, Top
 use crate::env::{EnvEntry, TypeEnv};
 use crate::print::TyPrinter;
 use crate::ty::{
-    Alphabet, Con, Kind, Label, Provenance, Scheme, SchemeNode, Ty, TyStore, TyView, UnifyError,
+    Alphabet, Con, HeadSet, Kind, Label, Provenance, Scheme, SchemeNode, Sort, Ty, TyStore, TyVar,
+    TyView, UnifyError,
 };
 
 /// A name in scope.
@@ -60,6 +61,19 @@ struct Infer<'a> {
     origins: Vec<Span>,
     /// Computed indexes whose list/map choice is deferred (§4.7).
     pending_ix: Vec<PendingIndex>,
+    /// Written-key reads `$v[l]` on a variable, decided when the `let` that
+    /// would generalise the variable ends (§4.7, §17.3).
+    pending_labels: Vec<PendingLabel>,
+}
+
+/// A label read on a value-type variable: a map read if the variable becomes
+/// a map or its kind admits `Map` and not `Record`, else a record field read.
+#[derive(Clone, Copy, Debug)]
+struct PendingLabel {
+    container: Ty,
+    label: Label,
+    elem: Ty,
+    span: Span,
 }
 
 /// A computed index `$c[$k]` not yet known to be a list or a map read.
@@ -94,9 +108,11 @@ pub(crate) fn run(
         prov: HashMap::new(),
         origins: Vec::new(),
         pending_ix: Vec::new(),
+        pending_labels: Vec::new(),
     };
     let mut bindings = Vec::new();
     cx.stmts(&program.stmts, Some(&mut bindings));
+    cx.settle_labels(0, 0);
     cx.finish_indexes();
     let mut closed = Vec::with_capacity(bindings.len());
     for b in &bindings {
@@ -628,6 +644,7 @@ impl<'a> Infer<'a> {
             | PatternKind::Error => None,
         };
         self.store.enter_level();
+        let labels_from = self.pending_labels.len();
         let value = if let Some(name) = &named_block {
             // Self and forward references see the slot while the block is checked.
             let slot = match open.remove(name) {
@@ -665,6 +682,8 @@ impl<'a> Infer<'a> {
         };
         let mut binds = Vec::new();
         self.pattern(&l.pattern, value, &mut binds);
+        let level = self.store.level();
+        self.settle_labels(labels_from, level);
         self.store.exit_level();
         let mut out = Vec::new();
         for (name, t, span) in binds {
@@ -735,6 +754,15 @@ impl<'a> Infer<'a> {
                 }
             }
             PatternKind::Record { fields } => {
+                // A keyed pattern reads a map's entries when the value is
+                // already a map (§5.2); otherwise a record's fields.
+                let tf = self.store.find(t);
+                if let TyView::Con(Con::Map(e)) = self.store.view(tf) {
+                    for f in fields {
+                        self.pattern(&f.pattern, e, out);
+                    }
+                    return;
+                }
                 let mut tys = Vec::new();
                 for f in fields {
                     let v = self.store.fresh_value();
@@ -1847,6 +1875,22 @@ impl<'a> Infer<'a> {
             if let TyView::Con(Con::Map(e)) = self.store.view(cf) {
                 return e;
             }
+            if let TyView::Var(TyVar {
+                sort: Sort::Value, ..
+            }, _) = self.store.view(cf)
+            {
+                // Record or map follows from the type, never from statement
+                // order: decide when the variable's `let` ends (§4.7).
+                let level = self.store.level_of(cf);
+                self.store.lower_to(elem, level);
+                self.pending_labels.push(PendingLabel {
+                    container: cf,
+                    label: Label::intern(&k),
+                    elem,
+                    span: ix.span,
+                });
+                return elem;
+            }
             if let Some(r) = self.store.open_record(&[(Label::intern(&k), elem)]) {
                 self.unify_at(r, cf, ix.span, "the indexed value");
             }
@@ -1898,6 +1942,39 @@ impl<'a> Infer<'a> {
 
     /// Settles the deferred computed indexes at the end of the unit; one
     /// still undecided is `ambiguous-index`.
+    /// Decides the label reads pushed since `from` whose container would be
+    /// generalised at `level` (all of them when `level` is 0): a map read if
+    /// the container is a map or its kind admits `Map` and not `Record`, else
+    /// a record field read (§4.7, §17.3).
+    fn settle_labels(&mut self, from: usize, level: u32) {
+        let mut keep = from;
+        for i in from..self.pending_labels.len() {
+            let p = self.pending_labels[i];
+            let c = self.store.find(p.container);
+            if let TyView::Var(v, _) = self.store.view(c) {
+                if level > 0 && self.store.level_of(c) < level {
+                    self.pending_labels[keep] = p;
+                    keep += 1;
+                    continue;
+                }
+                let heads = v.kind.heads;
+                if heads.contains(HeadSet::MAP) && !heads.contains(HeadSet::RECORD) {
+                    let m = self.store.map(p.elem);
+                    self.unify_at(m, c, p.span, "the indexed value");
+                    continue;
+                }
+            }
+            if let TyView::Con(Con::Map(e)) = self.store.view(c) {
+                self.unify_at(e, p.elem, p.span, "the map value read");
+                continue;
+            }
+            if let Some(r) = self.store.open_record(&[(p.label, p.elem)]) {
+                self.unify_at(r, c, p.span, "the indexed value");
+            }
+        }
+        self.pending_labels.truncate(keep);
+    }
+
     fn finish_indexes(&mut self) {
         loop {
             let pending = std::mem::take(&mut self.pending_ix);
