@@ -4,9 +4,10 @@
 //! Statements, chains, pipelines and stages have *computation* types; atoms
 //! have *value* types. A block literal `{|p q| body}` is `U (A -> B -> C)`.
 //!
-//! Known gaps (typed permissively, never a panic): handler arms
-//! (`within [handlers: …]`) are not checked against `standsFor`; `grant` and
-//! `within` options are typed as ordinary values; the block-argument capture
+//! Known gaps (typed permissively, never a panic): handler arms are checked
+//! against the ambient `standsFor` only (not an arm an enclosing `within`
+//! installed), and options that are not a record literal, and `grant`'s
+//! `exec`/`fs`/`editor`/`shell`, are typed as ordinary values; the block-argument capture
 //! of §17.5(2) is applied to one arrow level only; a block that uses a later
 //! block definition (§5.7) is monomorphic in it.
 
@@ -566,11 +567,13 @@ impl<'a> Infer<'a> {
     /// statement (`Returns Unit` when empty or ending in `let`).
     fn stmts(&mut self, stmts: &[Stmt], mut top: Option<&mut Vec<TopBinding>>) -> Ty {
         // Forward slots for named blocks not yet bound (§5.7).
+        // A set beside the list keeps this linear in the number of bindings.
         let mut slots: Vec<String> = Vec::new();
+        let mut seen: std::collections::HashSet<&str> = std::collections::HashSet::new();
         for s in stmts {
             if let Stmt::Let(l) = s {
                 if let (PatternKind::Bind(n), Some(_)) = (&l.pattern.kind, block_rhs(&l.value)) {
-                    if self.local(&n.text).is_none() && !slots.contains(&n.text) {
+                    if self.local(&n.text).is_none() && seen.insert(n.text.as_str()) {
                         slots.push(n.text.clone());
                     }
                 }
@@ -1551,11 +1554,11 @@ impl<'a> Infer<'a> {
                 b
             }
             ScopeKind::Within { options, body } => {
-                let _ = self.atom(options);
+                self.within_options(options);
                 self.arm(body, None)
             }
             ScopeKind::Grant { caps, body } => {
-                let _ = self.atom(caps);
+                self.grant_caps(caps);
                 self.arm(body, None)
             }
             ScopeKind::Audit { body } => {
@@ -1568,7 +1571,17 @@ impl<'a> Infer<'a> {
                 let outcome = self
                     .store
                     .variant(&[(Label::intern("ok"), a), (Label::intern("err"), err)]);
-                let obs = self.store.fresh_value();
+                // The trail is `[Observation]` (§13.3, the alias in `sig`).
+                let obs = match crate::sig::parse_scheme("Returns Observation") {
+                    Ok(sch) => {
+                        let r = self.store.instantiate(&sch);
+                        match self.store.view(r) {
+                            TyView::Con(Con::Returns { value, .. }) => value,
+                            TyView::Var(..) | TyView::Con(_) => self.store.fresh_value(),
+                        }
+                    }
+                    Err(_) => self.store.fresh_value(),
+                };
                 let trail = self.store.list(obs);
                 let rec = outcome.and_then(|o| {
                     self.store.record(&[
@@ -1580,6 +1593,158 @@ impl<'a> Infer<'a> {
                     Some(r) => self.store.returns(r),
                     None => self.store.error(),
                 }
+            }
+        }
+    }
+
+    /// Types the options of `within` (§9.1–9.4): `handlers:` arms against
+    /// what they stand in for, `handler:` as the catch-all, `dir: String`,
+    /// `env: Map scalar`. Options that are not a record literal are typed as
+    /// an ordinary value (their keys are checked at run time).
+    fn within_options(&mut self, options: &Atom) {
+        let (Primary::Record(entries), true) = (&options.primary, options.indexes.is_empty())
+        else {
+            let _ = self.atom(options);
+            return;
+        };
+        for en in entries {
+            let Entry::Field {
+                key: Key::Static(k),
+                value,
+                ..
+            } = en
+            else {
+                self.entry_ordinary(en);
+                continue;
+            };
+            match k.text.as_str() {
+                "handlers" => match (&value.primary, value.indexes.is_empty()) {
+                    (Primary::Record(arms), true) => {
+                        for arm in arms {
+                            match arm {
+                                Entry::Field {
+                                    key: Key::Static(name),
+                                    value: v,
+                                    ..
+                                } => self.handler_arm(&name.text, v),
+                                Entry::Field { .. } | Entry::Spread { .. } => {
+                                    self.entry_ordinary(arm)
+                                }
+                            }
+                        }
+                    }
+                    _ => {
+                        let _ = self.atom(value);
+                    }
+                },
+                "handler" => {
+                    let t = self.atom(value);
+                    let s = self.store.string();
+                    self.command_arm(t, Some(s), value.span, "this catch-all handler");
+                }
+                "dir" => {
+                    let t = self.atom(value);
+                    let s = self.store.string();
+                    self.unify_at(s, t, value.span, "the `dir` option");
+                }
+                "env" => {
+                    let t = self.atom(value);
+                    let e = self.store.fresh_kinded(Kind::SCALAR, None);
+                    let m = self.store.map(e);
+                    self.unify_at(m, t, value.span, "the `env` option");
+                }
+                _ => {
+                    let _ = self.atom(value);
+                }
+            }
+        }
+    }
+
+    /// Types an entry with no rule of its own as an ordinary value.
+    fn entry_ordinary(&mut self, en: &Entry) {
+        match en {
+            Entry::Field { key, value, .. } => {
+                if let Key::Computed(n) = key {
+                    let k = self.var(&n.text, n.span);
+                    let s = self.store.string();
+                    self.unify_at(s, k, n.span, "a key");
+                }
+                let _ = self.atom(value);
+            }
+            Entry::Spread { value, .. } => {
+                let _ = self.atom(value);
+            }
+        }
+    }
+
+    /// A named handler arm stands in for the head it names (§17.7 standsFor):
+    /// a binding or builtin at its own type, a base handler at its scheme,
+    /// anything else (an external) at `[String] -> Command`.
+    fn handler_arm(&mut self, name: &str, arm: &Atom) {
+        let t = self.atom(arm);
+        if let Some(b) = self.lookup_binding(name) {
+            self.unify_at(b, t, arm.span, "this handler arm");
+            return;
+        }
+        let table = builtin_table();
+        if let Some(b) = table.get(name) {
+            let sch = b.scheme.clone();
+            let c = self.store.instantiate(&sch);
+            let th = self.store.thunk(c);
+            self.unify_at(th, t, arm.span, "this handler arm");
+            return;
+        }
+        self.command_arm(t, None, arm.span, "this handler arm");
+    }
+
+    /// Checks `t` against `{[String] -> Command}` (with a leading `String`
+    /// parameter for the catch-all); an arm returning `()` is upcast to a
+    /// command, an arm returning any other value is refused (§17.7).
+    fn command_arm(&mut self, t: Ty, lead: Option<Ty>, span: Span, what: &str) {
+        let g = self.store.fresh_grade();
+        let v = self.store.fresh_value();
+        let r = self.store.returns_graded(g, v);
+        let s = self.store.string();
+        let args = self.store.list(s);
+        let mut c = self.store.arrow(args, r);
+        if let Some(l) = lead {
+            c = self.store.arrow(l, c);
+        }
+        let th = self.store.thunk(c);
+        if !self.unify_at(th, t, span, what) {
+            return;
+        }
+        let _ = self.store.set_grade(g, true);
+        let u = self.store.unit();
+        if !self.unify_at(u, v, span, what) {
+            let i = self.diags.len() - 1;
+            self.help(
+                i,
+                "an arm stands in for a command, so its value is what it writes: `echo` the text, or end with `return ()`",
+            );
+        }
+    }
+
+    /// Types the capabilities of `grant` (§12.1): `net` and `detach` are
+    /// `Bool`; the other fields (`exec`, `fs`, `editor`, `shell`, …) are typed
+    /// as ordinary values and their shapes checked at run time.
+    fn grant_caps(&mut self, caps: &Atom) {
+        let (Primary::Record(entries), true) = (&caps.primary, caps.indexes.is_empty()) else {
+            let _ = self.atom(caps);
+            return;
+        };
+        for en in entries {
+            match en {
+                Entry::Field {
+                    key: Key::Static(k),
+                    value,
+                    ..
+                } if k.text == "net" || k.text == "detach" => {
+                    let t = self.atom(value);
+                    let b = self.store.bool();
+                    self.unify_at(b, t, value.span, "this capability");
+                }
+                Entry::Field { .. } | Entry::Spread { .. } => self.entry_ordinary(en),
             }
         }
     }
@@ -1875,9 +2040,12 @@ impl<'a> Infer<'a> {
             if let TyView::Con(Con::Map(e)) = self.store.view(cf) {
                 return e;
             }
-            if let TyView::Var(TyVar {
-                sort: Sort::Value, ..
-            }, _) = self.store.view(cf)
+            if let TyView::Var(
+                TyVar {
+                    sort: Sort::Value, ..
+                },
+                _,
+            ) = self.store.view(cf)
             {
                 // Record or map follows from the type, never from statement
                 // order: decide when the variable's `let` ends (§4.7).
