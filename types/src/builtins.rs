@@ -9,7 +9,7 @@
 //! grade-polymorphic bodies are `{ν α}`; names that inhabit every type end in
 //! a quantified computation variable (`fail`, `exit`, `diverges`).
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::sync::OnceLock;
 
 use crate::sig::parse_scheme;
@@ -324,7 +324,7 @@ pub fn ends_in_command(scheme: &Scheme) -> bool {
 
 fn build() -> BuiltinTable {
     let mut entries = Vec::with_capacity(ROWS.len());
-    let mut by_name = HashMap::with_capacity(ROWS.len());
+    let mut by_name = HashMap::with_capacity_and_hasher(ROWS.len(), Default::default());
     for &(name, kind, layer, sig, doc) in ROWS {
         // The table is fixed at build time and a test parses every row, so a
         // failure here is a programming error in this file.

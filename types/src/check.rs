@@ -5,8 +5,6 @@
 //! bindings with their schemes, and the elaboration side tables (keyed by
 //! [`NodeId`]) that lowering to IR reads. The checker never mutates the tree.
 
-use std::collections::HashMap;
-
 use ral_syntax::ast::{NodeId, Program};
 use ral_syntax::{Diagnostic, Parsed, SourceId};
 
@@ -53,17 +51,78 @@ pub enum CaptureSite {
     BlockArg,
 }
 
+/// A table keyed by [`NodeId`]. Node ids are dense (numbered from 0 in
+/// source order), so a vector indexed by id is smaller and faster than a hash
+/// map; checking a large program spends much of its time in these tables.
+#[derive(Clone, Debug)]
+pub struct NodeMap<T> {
+    slots: Vec<Option<T>>,
+    len: usize,
+}
+
+impl<T> Default for NodeMap<T> {
+    fn default() -> Self {
+        NodeMap {
+            slots: Vec::new(),
+            len: 0,
+        }
+    }
+}
+
+impl<T> NodeMap<T> {
+    /// Sets the entry for `id`, returning the previous one.
+    pub fn insert(&mut self, id: NodeId, value: T) -> Option<T> {
+        let i = id.0 as usize;
+        if i >= self.slots.len() {
+            self.slots.resize_with(i + 1, || None);
+        }
+        let old = self.slots.get_mut(i).and_then(|slot| slot.replace(value));
+        if old.is_none() {
+            self.len += 1;
+        }
+        old
+    }
+
+    pub fn get(&self, id: NodeId) -> Option<&T> {
+        self.slots.get(id.0 as usize).and_then(Option::as_ref)
+    }
+
+    pub fn contains_key(&self, id: NodeId) -> bool {
+        self.get(id).is_some()
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The entries in id order.
+    pub fn iter(&self) -> impl Iterator<Item = (NodeId, &T)> {
+        self.slots
+            .iter()
+            .enumerate()
+            .filter_map(|(i, v)| v.as_ref().map(|v| (NodeId(i as u32), v)))
+    }
+
+    pub fn values(&self) -> impl Iterator<Item = &T> {
+        self.slots.iter().filter_map(Option::as_ref)
+    }
+}
+
 /// The elaboration side tables the IR lowering reads.
 #[derive(Clone, Debug, Default)]
 pub struct Elaboration {
     /// The computation type of every stage (after redirects), by stage id.
-    pub stage_types: HashMap<NodeId, Ty>,
+    pub stage_types: NodeMap<Ty>,
     /// The value type of every atom the checker typed, by atom id.
-    pub atom_types: HashMap<NodeId, Ty>,
+    pub atom_types: NodeMap<Ty>,
     /// Captures, keyed as [`CaptureSite`] explains.
-    pub captures: HashMap<NodeId, CaptureSite>,
+    pub captures: NodeMap<CaptureSite>,
     /// How each command stage's head resolved, by stage id.
-    pub heads: HashMap<NodeId, HeadRes>,
+    pub heads: NodeMap<HeadRes>,
     /// Let patterns whose right-hand side grade was still a variable and
     /// defaulted to p (the only defaulting point, §17.5).
     pub grade_defaults: Vec<NodeId>,

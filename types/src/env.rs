@@ -13,7 +13,7 @@
 //! checker typed the whole unit, so each landed binding's scheme is already
 //! the one its later uses were checked against).
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::sync::Arc;
 
 use crate::check::Checked;

@@ -11,7 +11,7 @@
 //! of §17.5(2) is applied to one arrow level only; a block that uses a later
 //! block definition (§5.7) is monomorphic in it.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use ral_syntax::ast::{
     Arg, Atom, BinOp, Block, Case, Chain, Command, Entry, Expr, ExprKind, Head, HeadClass, If, Key,
@@ -99,14 +99,14 @@ pub(crate) fn run(
         source,
         env,
         opts,
-        scope: HashMap::new(),
+        scope: HashMap::default(),
         frames: vec![Vec::new()],
-        forward: HashMap::new(),
+        forward: HashMap::default(),
         in_block_rhs: 0,
-        weak_cache: HashMap::new(),
+        weak_cache: HashMap::default(),
         diags: Vec::new(),
         elab: Elaboration::default(),
-        prov: HashMap::new(),
+        prov: HashMap::default(),
         origins: Vec::new(),
         pending_ix: Vec::new(),
         pending_labels: Vec::new(),
@@ -569,7 +569,7 @@ impl<'a> Infer<'a> {
         // Forward slots for named blocks not yet bound (§5.7).
         // A set beside the list keeps this linear in the number of bindings.
         let mut slots: Vec<String> = Vec::new();
-        let mut seen: std::collections::HashSet<&str> = std::collections::HashSet::new();
+        let mut seen: std::collections::HashSet<&str> = std::collections::HashSet::default();
         for s in stmts {
             if let Stmt::Let(l) = s {
                 if let (PatternKind::Bind(n), Some(_)) = (&l.pattern.kind, block_rhs(&l.value)) {
@@ -579,7 +579,7 @@ impl<'a> Infer<'a> {
                 }
             }
         }
-        let mut open: HashMap<String, Ty> = HashMap::new();
+        let mut open: HashMap<String, Ty> = HashMap::default();
         let list_level = self.store.level();
         for n in &slots {
             self.store.enter_level();
@@ -2360,8 +2360,8 @@ fn edit_distance(a: &str, b: &str) -> usize {
 pub(crate) fn close_scheme(store: &TyStore, scheme: &Scheme) -> (Scheme, bool) {
     let mut out = Scheme::new_builder();
     let mut weak = false;
-    let mut memo_arena: HashMap<u32, u32> = HashMap::new();
-    let mut memo_store: HashMap<Ty, u32> = HashMap::new();
+    let mut memo_arena: HashMap<u32, u32> = HashMap::default();
+    let mut memo_store: HashMap<Ty, u32> = HashMap::default();
     enum Job {
         Arena(u32),
         Store(Ty),

@@ -46,7 +46,7 @@ pub mod ty;
 
 pub use builtins::{builtin_table, Builtin, BuiltinId, BuiltinKind, BuiltinTable, Layer};
 pub use check::{
-    check_program, check_source, CaptureSite, CheckOptions, Checked, Elaboration, HeadRes,
+    check_program, check_source, CaptureSite, CheckOptions, Checked, Elaboration, HeadRes, NodeMap,
     TopBinding,
 };
 pub use env::{EnvEntry, TypeEnv};

@@ -14,7 +14,7 @@
 //! The empty closed record (which no literal can build) prints `[·]`; an empty
 //! closed variant `<>`; a type already reported as an error `?`.
 
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::hash::Hash;
 
 use crate::ty::{Alphabet, Con, Label, Scheme, SchemeNode, Sort, Ty, TyStore, TyVar, TyView};
@@ -148,12 +148,12 @@ impl<G: Graph> Printer<G> {
     fn new(graph: G) -> Self {
         Printer {
             graph,
-            names: HashMap::new(),
+            names: HashMap::default(),
             order: Vec::new(),
             next_general: 0,
             next_grade: 0,
-            on_path: HashSet::new(),
-            hits: HashMap::new(),
+            on_path: HashSet::default(),
+            hits: HashMap::default(),
         }
     }
 

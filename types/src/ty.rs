@@ -30,7 +30,7 @@
 //! [`TyStore::generalize`] may point back into its store at monomorphic parts
 //! ([`SchemeNode::Free`]); such a scheme is only meaningful with that store.
 
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::fmt;
 use std::sync::{OnceLock, RwLock};
 
@@ -73,7 +73,7 @@ fn interner() -> &'static RwLock<Interner> {
     INTERNER.get_or_init(|| {
         RwLock::new(Interner {
             names: Vec::new(),
-            ids: HashMap::new(),
+            ids: HashMap::default(),
         })
     })
 }
@@ -808,7 +808,7 @@ impl TyStore {
             epoch: 0,
             undo: Vec::new(),
             snapshots: 0,
-            seen: HashSet::new(),
+            seen: HashSet::default(),
             common: [Ty(0); 9],
         };
         let cons = [
@@ -1665,7 +1665,7 @@ impl TyStore {
             store: self,
             level,
             out: Scheme::empty(),
-            memo: HashMap::new(),
+            memo: HashMap::default(),
         };
         let root = ex.export(t);
         let mut out = ex.out;
@@ -1901,9 +1901,9 @@ impl Scheme {
     /// Equality up to renaming of quantified variables, field order and
     /// sharing: the two bodies denote the same regular tree.
     pub fn alpha_eq(&self, other: &Scheme) -> bool {
-        let mut pairs: HashSet<(u32, u32)> = HashSet::new();
-        let mut left: HashMap<u32, u32> = HashMap::new();
-        let mut right: HashMap<u32, u32> = HashMap::new();
+        let mut pairs: HashSet<(u32, u32)> = HashSet::default();
+        let mut left: HashMap<u32, u32> = HashMap::default();
+        let mut right: HashMap<u32, u32> = HashMap::default();
         let mut stack = vec![(self.root, other.root)];
         while let Some((x, y)) = stack.pop() {
             if !pairs.insert((x, y)) {
