@@ -424,9 +424,10 @@ impl<'a> Infer<'a> {
 
     /// A name's type if it is a binding (local, forward slot or session).
     fn lookup_binding(&mut self, name: &str) -> Option<Ty> {
-        if let Some(b) = self.local(name) {
-            let s = b.scheme.clone();
-            return Some(self.store.instantiate(&s));
+        // Field borrows, not `self.local`, so the scheme is read in place
+        // rather than cloned for every use of a name.
+        if let Some(b) = self.scope.get(name).and_then(|s| s.last()) {
+            return Some(self.store.instantiate(&b.scheme));
         }
         // A session binding precedes every definition of this unit, so it is
         // the nearest preceding one (§5.7); forward slots come after it.
@@ -440,8 +441,7 @@ impl<'a> Infer<'a> {
                 self.weak_cache.insert(name.to_owned(), t);
                 return Some(t);
             }
-            let s = e.scheme.clone();
-            return Some(self.store.instantiate(&s));
+            return Some(self.store.instantiate(&e.scheme));
         }
         // Only with no preceding definition: the first later block definition
         // in an enclosing statement list (§5.7).
@@ -518,8 +518,7 @@ impl<'a> Infer<'a> {
                 );
                 return self.store.error();
             }
-            let s = b.scheme.clone();
-            let c = self.store.instantiate(&s);
+            let c = self.store.instantiate(&b.scheme);
             if is_boundary(b) {
                 self.store.make_weak(c);
             }
@@ -1039,8 +1038,7 @@ impl<'a> Infer<'a> {
             if b.kind == BuiltinKind::BaseHandler {
                 self.elab.heads.insert(s.id, HeadRes::BaseHandler(id));
                 self.argv(c, false);
-                let sch = b.scheme.clone();
-                let t = self.store.instantiate(&sch);
+                let t = self.store.instantiate(&b.scheme);
                 return match self.store.view(t) {
                     TyView::Con(Con::Arrow { result, .. }) => result,
                     TyView::Var(..) | TyView::Con(_) => self.store.command(),
@@ -1050,8 +1048,7 @@ impl<'a> Infer<'a> {
             if name == "fail" {
                 self.fail_status(c);
             }
-            let sch = b.scheme.clone();
-            let comp = self.store.instantiate(&sch);
+            let comp = self.store.instantiate(&b.scheme);
             if is_boundary(b) {
                 self.store.make_weak(comp);
             }
@@ -1688,8 +1685,7 @@ impl<'a> Infer<'a> {
         }
         let table = builtin_table();
         if let Some(b) = table.get(name) {
-            let sch = b.scheme.clone();
-            let c = self.store.instantiate(&sch);
+            let c = self.store.instantiate(&b.scheme);
             let th = self.store.thunk(c);
             self.unify_at(th, t, arm.span, "this handler arm");
             return;
