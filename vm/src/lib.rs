@@ -8,10 +8,13 @@
 //! - [`display`]: canonical numbers, the text conversion, the interactive
 //!   renderer.
 //! - [`quote`]: ral and POSIX word quoting.
+//! - [`codec`]: the byte/value codecs of §7.3 (JSON, lines, CSV, text) as
+//!   pure functions, and their [`codec::CodecError`].
 //! - [`builtins`]: the builtin functions, their calling convention ([`Ctx`],
 //!   [`BuiltinFn`]) and the registry.
 
 pub mod builtins;
+pub mod codec;
 pub mod display;
 pub mod failure;
 pub mod quote;

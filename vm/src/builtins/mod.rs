@@ -116,6 +116,9 @@ static REGISTRY: &[BuiltinDef] = &[
     def("to-lines", 1, output::to_lines),
     def("to-bytes", 1, output::to_bytes),
     def("ints-to-bytes", 1, output::ints_to_bytes),
+    def("to-json", 1, output::to_json),
+    def("to-jsonl", 1, output::to_jsonl),
+    def("to-csv", 1, output::to_csv),
     // §14.6 failure
     def("fail", 1, control::fail),
 ];

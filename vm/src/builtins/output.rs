@@ -1,10 +1,11 @@
 //! Encoders that need only the current byte channel (§7.3): `to-string`,
-//! `to-line`, `to-lines`, `to-bytes`, `ints-to-bytes`. Each builds its whole
+//! `to-line`, `to-lines`, `to-bytes`, `ints-to-bytes`, `to-json`,
+//! `to-jsonl`, `to-csv` (the pure encoding is in [`crate::codec`]). Each builds its whole
 //! output first and writes it with one [`Ctx::write`], so a failure writes
 //! nothing. `ral` writes `LF` alone.
 
 use super::{arg, list_arg, wrong, Ctx};
-use crate::display::write_text;
+use crate::codec::{csv, json, lines, text};
 use crate::failure::Failure;
 use crate::value::Value;
 
@@ -14,33 +15,27 @@ pub fn to_string(ctx: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
     if let Value::Str(s) = v {
         ctx.write(s.as_bytes())?;
     } else {
-        let mut out = String::new();
-        write_text(&mut out, v);
-        ctx.write(out.as_bytes())?;
+        ctx.write(&text::encode_string(v))?;
     }
     Ok(Value::Unit)
 }
 
 /// `to-line x`: writes the text form and a line feed.
 pub fn to_line(ctx: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
-    let mut out = String::new();
-    write_text(&mut out, arg(args, 0)?);
-    out.push('\n');
-    ctx.write(out.as_bytes())?;
+    ctx.write(&lines::encode_line(arg(args, 0)?))?;
     Ok(Value::Unit)
 }
 
 /// `to-lines xs`: writes each element's text form followed by a line feed
 /// (`to-lines []` writes nothing).
 pub fn to_lines(ctx: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
-    let xs = list_arg(args, 0)?;
-    let mut out = String::new();
-    for x in xs.iter() {
-        write_text(&mut out, x);
-        out.push('\n');
+    let xs = arg(args, 0)?;
+    if !matches!(xs, Value::List(_)) {
+        return Err(wrong("a List", xs));
     }
+    let out = lines::encode_lines(xs)?;
     if !out.is_empty() {
-        ctx.write(out.as_bytes())?;
+        ctx.write(&out)?;
     }
     Ok(Value::Unit)
 }
@@ -77,9 +72,36 @@ pub fn ints_to_bytes(ctx: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure
     Ok(Value::Unit)
 }
 
+/// `to-json x`: writes `x` as JSON; a function or handle inside it fails,
+/// naming its pointer, before anything is written.
+pub fn to_json(ctx: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
+    ctx.write(&json::encode_json(arg(args, 0)?)?)?;
+    Ok(Value::Unit)
+}
+
+/// `to-jsonl xs`: writes each element as one line of JSON; writes nothing
+/// if any element is refused, naming its index.
+pub fn to_jsonl(ctx: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
+    let out = json::encode_jsonl(arg(args, 0)?)?;
+    if !out.is_empty() {
+        ctx.write(&out)?;
+    }
+    Ok(Value::Unit)
+}
+
+/// `to-csv rows`: writes a list of maps of text as CSV, or nothing if a row
+/// is refused.
+pub fn to_csv(ctx: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
+    let out = csv::encode_csv(arg(args, 0)?)?;
+    if !out.is_empty() {
+        ctx.write(&out)?;
+    }
+    Ok(Value::Unit)
+}
+
 #[cfg(test)]
 mod tests {
-    use super::super::testing::{ints, strs, FakeCtx};
+    use super::super::testing::{ints, list, rec, strs, FakeCtx};
     use crate::value::Value;
 
     #[test]
@@ -97,6 +119,30 @@ mod tests {
         let before = ctx.out.len();
         assert!(ctx.run("ints-to-bytes", &[ints(&[1, 256])]).is_err());
         assert!(ctx.run("ints-to-bytes", &[ints(&[-1])]).is_err());
+        assert_eq!(ctx.out.len(), before);
+    }
+
+    #[test]
+    fn data_encoders() {
+        let mut ctx = FakeCtx::new();
+        let ok = Ok(Value::Unit);
+        let row = rec(&[("a", Value::str("x,y")), ("b", Value::str("2"))]);
+        assert_eq!(ctx.run("to-json", &[rec(&[("n", Value::Float(1.0))])]), ok);
+        assert_eq!(ctx.run("to-jsonl", &[ints(&[1, 2])]), ok);
+        assert_eq!(ctx.run("to-csv", &[list(vec![row])]), ok);
+        assert_eq!(ctx.out, b"{\"n\":1.0}1\n2\na,b\n\"x,y\",2\n".to_vec());
+        let before = ctx.out.len();
+        let f = ctx.closure(|_| Ok(Value::Unit));
+        let failure = ctx.run("to-jsonl", &[list(vec![Value::Int(1), f])]);
+        assert_eq!(
+            failure.map_err(|f| (f.status, f.to_string())),
+            Err((
+                1,
+                "to-jsonl: element 1: the top-level value is a function (`<|x| block>`), \
+                 which has no faithful JSON representation (JSON carries data only)"
+                    .to_owned()
+            ))
+        );
         assert_eq!(ctx.out.len(), before);
     }
 }

@@ -153,16 +153,9 @@ pub fn string_replace(_: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure>
     Ok(Value::str(out))
 }
 
-/// Splits text by the line rule of §7.3: a line ends at `LF` or `CRLF`
-/// (the `CR` belongs to the terminator), a lone `CR` is text, and the last
-/// line need not be terminated.
-pub fn split_lines(s: &str) -> impl Iterator<Item = &str> {
-    s.split_inclusive('\n')
-        .map(|line| match line.strip_suffix('\n') {
-            Some(body) => body.strip_suffix('\r').unwrap_or(body),
-            None => line,
-        })
-}
+/// The line rule of §7.3 lives with the codecs; `lines` on a string uses
+/// the same one.
+pub use crate::codec::lines::split_lines;
 
 /// `lines s`: the lines of `s` by the line rule.
 pub fn lines(_: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
