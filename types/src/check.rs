@@ -6,7 +6,7 @@
 //! [`NodeId`]) that lowering to IR reads. The checker never mutates the tree.
 
 use ral_syntax::ast::{NodeId, Program};
-use ral_syntax::{Diagnostic, Parsed, SourceId};
+use ral_syntax::{Diagnostic, Parsed, SourceId, Span};
 
 use crate::builtins::BuiltinId;
 use crate::env::{EnvEntry, TypeEnv};
@@ -112,6 +112,24 @@ impl<T> NodeMap<T> {
     }
 }
 
+/// How a `$name` or a bare command head resolved (spec §5.1, §5.7, §6.3).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NameRes {
+    /// A binding of this unit; `binder` is the span of the name in the
+    /// pattern or parameter that bound it (`None` for a synthetic binding).
+    Local { binder: Option<Span> },
+    /// A block bound later in an enclosing statement list, or a named block's
+    /// own name inside its right-hand side (§5.7); `binder` is that
+    /// definition's name.
+    Forward { binder: Span },
+    /// A binding an earlier turn left in the session.
+    Session,
+    /// A builtin or prelude function (as a value).
+    Builtin(BuiltinId),
+    /// `$SCRIPT` in a script file.
+    Script,
+}
+
 /// The elaboration side tables the IR lowering reads.
 #[derive(Clone, Debug, Default)]
 pub struct Elaboration {
@@ -123,6 +141,9 @@ pub struct Elaboration {
     pub captures: NodeMap<CaptureSite>,
     /// How each command stage's head resolved, by stage id.
     pub heads: NodeMap<HeadRes>,
+    /// How each name use resolved, keyed by the span of the use (the `$name`
+    /// or the bare head): lowering reads this instead of repeating the rules.
+    pub names: rustc_hash::FxHashMap<Span, NameRes>,
     /// Let patterns whose right-hand side grade was still a variable and
     /// defaulted to p (the only defaulting point, §17.5).
     pub grade_defaults: Vec<NodeId>,

@@ -21,7 +21,7 @@ use ral_syntax::ast::{
 use ral_syntax::{Code, Diagnostic, SourceId, Span};
 
 use crate::builtins::{builtin_table, BuiltinKind};
-use crate::check::{CaptureSite, CheckOptions, Checked, Elaboration, HeadRes, TopBinding};
+use crate::check::{CaptureSite, CheckOptions, Checked, Elaboration, HeadRes, NameRes, TopBinding};
 use crate::env::{EnvEntry, TypeEnv};
 use crate::print::TyPrinter;
 use crate::ty::{
@@ -48,7 +48,7 @@ struct Infer<'a> {
     /// Forward slots for named blocks later in an enclosing statement list.
     /// Each slot carries the level of the statement list holding it (`None`
     /// for a block's own self-reference, which stays generalisable).
-    forward: HashMap<String, Vec<(Ty, Option<u32>)>>,
+    forward: HashMap<String, Vec<(Ty, Option<u32>, Span)>>,
     /// Depth of named-block right-hand sides being checked.
     in_block_rhs: u32,
     /// Session entries instantiated this turn for weak bindings.
@@ -423,37 +423,42 @@ impl<'a> Infer<'a> {
     }
 
     /// A name's type if it is a binding (local, forward slot or session).
-    fn lookup_binding(&mut self, name: &str) -> Option<Ty> {
+    /// A name's type if it is a binding (local, forward slot or session),
+    /// with how it resolved (recorded for lowering, so the IR never repeats
+    /// the lookup rules).
+    fn lookup_binding(&mut self, name: &str) -> Option<(Ty, NameRes)> {
         // Field borrows, not `self.local`, so the scheme is read in place
         // rather than cloned for every use of a name.
         if let Some(b) = self.scope.get(name).and_then(|s| s.last()) {
-            return Some(self.store.instantiate(&b.scheme));
+            let res = NameRes::Local { binder: b.span };
+            return Some((self.store.instantiate(&b.scheme), res));
         }
         // A session binding precedes every definition of this unit, so it is
         // the nearest preceding one (§5.7); forward slots come after it.
         if let Some(e) = self.env.get(name) {
             if e.weak {
                 if let Some(t) = self.weak_cache.get(name) {
-                    return Some(*t);
+                    return Some((*t, NameRes::Session));
                 }
                 let t = self.store.instantiate(&e.scheme);
                 self.store.make_weak(t);
                 self.weak_cache.insert(name.to_owned(), t);
-                return Some(t);
+                return Some((t, NameRes::Session));
             }
-            return Some(self.store.instantiate(&e.scheme));
+            return Some((self.store.instantiate(&e.scheme), NameRes::Session));
         }
         // Only with no preceding definition: the first later block definition
         // in an enclosing statement list (§5.7).
         if self.in_block_rhs > 0 {
-            if let Some((t, level)) = self.forward.get(name).and_then(|v| v.last()).copied() {
+            if let Some((t, level, binder)) = self.forward.get(name).and_then(|v| v.last()).copied()
+            {
                 // A block using a later definition is not generalised over it
                 // before that definition fixes it: the slot drops to the level
                 // of the statement list that holds both.
                 if let Some(level) = level {
                     self.store.lower_to(t, level);
                 }
-                return Some(t);
+                return Some((t, NameRes::Forward { binder }));
             }
         }
         None
@@ -487,6 +492,7 @@ impl<'a> Infer<'a> {
     fn var(&mut self, name: &str, span: Span) -> Ty {
         if name == "SCRIPT" && self.local(name).is_none() {
             if self.opts.is_script {
+                self.elab.names.insert(span, NameRes::Script);
                 return self.store.string();
             }
             let i = self.diag(
@@ -501,10 +507,12 @@ impl<'a> Infer<'a> {
             );
             return self.store.error();
         }
-        if let Some(t) = self.lookup_binding(name) {
+        if let Some((t, res)) = self.lookup_binding(name) {
+            self.elab.names.insert(span, res);
             return t;
         }
-        if let Some(b) = builtin_table().get(name) {
+        let table = builtin_table();
+        if let (Some(b), Some(id)) = (table.get(name), table.id(name)) {
             if b.kind == BuiltinKind::BaseHandler {
                 let i = self.diag(
                     Code::BaseHandlerValue,
@@ -522,6 +530,7 @@ impl<'a> Infer<'a> {
             if is_boundary(b) {
                 self.store.make_weak(c);
             }
+            self.elab.names.insert(span, NameRes::Builtin(id));
             return self.store.thunk(c);
         }
         let i = self.diag(
@@ -568,26 +577,28 @@ impl<'a> Infer<'a> {
         // Forward slots for named blocks not yet bound (§5.7).
         // A set beside the list keeps this linear in the number of bindings.
         let mut slots: Vec<String> = Vec::new();
+        let mut slot_binders: Vec<Span> = Vec::new();
         let mut seen: std::collections::HashSet<&str> = std::collections::HashSet::default();
         for s in stmts {
             if let Stmt::Let(l) = s {
                 if let (PatternKind::Bind(n), Some(_)) = (&l.pattern.kind, block_rhs(&l.value)) {
                     if self.local(&n.text).is_none() && seen.insert(n.text.as_str()) {
                         slots.push(n.text.clone());
+                        slot_binders.push(n.span);
                     }
                 }
             }
         }
         let mut open: HashMap<String, Ty> = HashMap::default();
         let list_level = self.store.level();
-        for n in &slots {
+        for (n, &binder) in slots.iter().zip(&slot_binders) {
             self.store.enter_level();
             let t = self.store.fresh_value();
             self.store.exit_level();
             self.forward
                 .entry(n.clone())
                 .or_default()
-                .push((t, Some(list_level)));
+                .push((t, Some(list_level), binder));
             open.insert(n.clone(), t);
         }
         let mut last = None;
@@ -648,6 +659,13 @@ impl<'a> Infer<'a> {
         self.store.enter_level();
         let labels_from = self.pending_labels.len();
         let value = if let Some(name) = &named_block {
+            let binder = match &l.pattern.kind {
+                PatternKind::Bind(n) => n.span,
+                PatternKind::Wildcard
+                | PatternKind::List { .. }
+                | PatternKind::Record { .. }
+                | PatternKind::Error => l.pattern.span,
+            };
             // Self and forward references see the slot while the block is checked.
             let slot = match open.remove(name) {
                 Some(t) => t,
@@ -656,7 +674,7 @@ impl<'a> Infer<'a> {
             self.forward
                 .entry(name.clone())
                 .or_default()
-                .push((slot, None));
+                .push((slot, None, binder));
             self.in_block_rhs += 1;
             let c = self.chain(&l.value);
             self.in_block_rhs -= 1;
@@ -1020,7 +1038,8 @@ impl<'a> Infer<'a> {
 
     fn bare_head(&mut self, s: &Stage, c: &Command, name: &str) -> Ty {
         let span = c.head.span();
-        if let Some(v) = self.lookup_binding(name) {
+        if let Some((v, res)) = self.lookup_binding(name) {
+            self.elab.names.insert(span, res);
             self.elab
                 .heads
                 .insert(s.id, HeadRes::Binding(name.to_owned()));
@@ -1679,7 +1698,7 @@ impl<'a> Infer<'a> {
     /// anything else (an external) at `[String] -> Command`.
     fn handler_arm(&mut self, name: &str, arm: &Atom) {
         let t = self.atom(arm);
-        if let Some(b) = self.lookup_binding(name) {
+        if let Some((b, _)) = self.lookup_binding(name) {
             self.unify_at(b, t, arm.span, "this handler arm");
             return;
         }

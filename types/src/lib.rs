@@ -46,8 +46,8 @@ pub mod ty;
 
 pub use builtins::{builtin_table, Builtin, BuiltinId, BuiltinKind, BuiltinTable, Layer};
 pub use check::{
-    check_program, check_source, CaptureSite, CheckOptions, Checked, Elaboration, HeadRes, NodeMap,
-    TopBinding,
+    check_program, check_source, CaptureSite, CheckOptions, Checked, Elaboration, HeadRes, NameRes,
+    NodeMap, TopBinding,
 };
 pub use env::{EnvEntry, TypeEnv};
 pub use print::{print_scheme, print_ty, TyPrinter};
