@@ -233,9 +233,9 @@ fn usage_errors_exit_2() {
         assert!(err.contains("usage: ralc"), "{args:?}: {err}");
         assert_eq!(stdout(&out), "", "{args:?}");
     }
-    let out = ralc(&["--emit=ir", "x.ral"], b"");
+    let out = ralc(&["--emit=bytecode", "x.ral"], b"");
     let err = stderr(&out);
-    assert!(err.contains("available now: ast"), "{err}");
+    assert!(err.contains("available now: ast, types, ir"), "{err}");
 }
 
 #[test]
@@ -278,4 +278,34 @@ fn emit_types_prints_each_top_level_scheme() {
         stdout(&out),
         "n : Integer\nid : ∀α. {α -> Returns α}\ngreet : {Command}\nn : String\n"
     );
+}
+
+#[test]
+fn emit_ir_prints_the_lowered_module() {
+    let dir = scratch("emit_ir");
+    let file = write(
+        &dir,
+        "s.ral",
+        b"let n = 42\nlet id = { |x| return $x }\nid $n\n",
+    );
+    let out = ralc(&["--emit=ir", &file], b"");
+    assert_eq!(status(&out), 0, "{}", stderr(&out));
+    assert_eq!(
+        stdout(&out),
+        "defs n#def0 id#def1\n\n\
+         func f0 main arity=0 captures=[] locals=2\n\
+         \x20 _ = define #def0 42\n\
+         \x20 l0 = closure f1 []\n\
+         \x20 _ = define #def1 l0\n\
+         \x20 l1 = call g:id#def1 (g:n#def0) tail\n\
+         \x20 => l1\n\n\
+         func f1 name=id arity=1 captures=[] locals=1\n\
+         \x20 params l0\n\
+         \x20 => l0\n"
+    );
+    // A file with a type error prints no IR.
+    let bad = write(&dir, "bad.ral", b"let x = $[1 + true]\n");
+    let out = ralc(&["--emit=ir", &bad], b"");
+    assert_eq!(status(&out), 1);
+    assert_eq!(stdout(&out), "");
 }

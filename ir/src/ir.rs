@@ -92,6 +92,9 @@ pub struct Func {
 pub enum CaptureFrom {
     Local(LocalId),
     Captured(u32),
+    /// A member of the maker's own recursive group (added by lowering: a
+    /// closure nested in a group member that refers to a sibling).
+    Sibling(u32),
 }
 
 /// A sequence of statements and the value it produces.
@@ -259,6 +262,14 @@ pub enum Expr {
         args: Vec<Operand>,
         tail: bool,
     },
+    /// A call whose argument list holds spreads (`f a ...$xs`, §6.6; added
+    /// by lowering): the VM applies each element of a spread as an argument,
+    /// in order.
+    CallSpread {
+        func: Operand,
+        args: Vec<Part>,
+        tail: bool,
+    },
     /// Forces a thunk (`!$b`, a bare block name as a head).
     Force {
         thunk: Operand,
@@ -402,4 +413,7 @@ pub enum RedirectKind {
     Here(Operand),
     /// `2>&1`.
     ErrToOut,
+    /// `N>&M` other than `2>&1` (added by lowering): send `fd` where
+    /// descriptor `M` goes.
+    Dup(u8),
 }

@@ -1664,10 +1664,32 @@ impl<'a> Infer<'a> {
                     self.unify_at(s, t, value.span, "the `dir` option");
                 }
                 "env" => {
-                    let t = self.atom(value);
-                    let e = self.store.fresh_kinded(Kind::SCALAR, None);
-                    let m = self.store.map(e);
-                    self.unify_at(m, t, value.span, "the `env` option");
+                    // Written out, the overlay is a record literal whose keys
+                    // are the variable names (§9.3); its values must be
+                    // scalars, which are stringified. Computed, it is a map
+                    // of scalars.
+                    match (&value.primary, value.indexes.is_empty()) {
+                        (Primary::Record(entries), true) => {
+                            for en in entries {
+                                match en {
+                                    Entry::Field { value: v, .. } => {
+                                        let t = self.atom(v);
+                                        if let Err(e) = self.store.constrain(t, Kind::SCALAR, None)
+                                        {
+                                            self.report(e, v.span, "this variable", Ctx::Plain);
+                                        }
+                                    }
+                                    Entry::Spread { .. } => self.entry_ordinary(en),
+                                }
+                            }
+                        }
+                        _ => {
+                            let t = self.atom(value);
+                            let e = self.store.fresh_kinded(Kind::SCALAR, None);
+                            let m = self.store.map(e);
+                            self.unify_at(m, t, value.span, "the `env` option");
+                        }
+                    }
                 }
                 _ => {
                     let _ = self.atom(value);

@@ -219,6 +219,7 @@ fn write_func(out: &mut String, f: &Func) {
                 .map_or("?", |b| b.name);
             let _ = write!(out, "<builtin {name}>");
         }
+        Func::Partial { head, .. } => write_func(out, head),
     }
 }
 

@@ -1,7 +1,13 @@
-//! ral-vm: runtime values, their printing, and the builtins that need no
-//! operating system. The IR compiler, the register bytecode and the dispatch
-//! loop come next (issue 4) and build on these.
+//! ral-vm: runtime values, their printing, the builtins that need no
+//! operating system, and the register VM that runs the IR.
 //!
+//! - [`session`]: [`Mobile`] (scope slot table + dynamic context), the state
+//!   a host snapshots; [`Scope::install`] is the top-level write chokepoint.
+//! - [`op`]: the bytecode ([`op::Op`], 8 bytes), protos, the disassembler.
+//! - [`compile`]: IR module → protos (registers, constants, typed ops).
+//! - [`exec`]: the dispatch loop ([`Vm`]): frames without Rust recursion,
+//!   tail calls, handlers, capture; what is not supported yet is listed
+//!   there.
 //! - [`value`]: [`Value`] (16 bytes, `Send + Sync`, clone = refcount bump),
 //!   records/maps, variants, function and handle placeholders.
 //! - [`failure`]: [`Failure`], the recoverable failure outcome.
@@ -15,11 +21,17 @@
 
 pub mod builtins;
 pub mod codec;
+pub mod compile;
 pub mod display;
+pub mod exec;
 pub mod failure;
+pub mod op;
 pub mod quote;
+pub mod session;
 pub mod value;
 
 pub use builtins::{registry, BuiltinDef, BuiltinFn, Ctx};
+pub use exec::{Escape, RunError, Stdout, Vm};
 pub use failure::{Cause, Failure, FailureInfo, Reason};
+pub use session::{Context, Mobile, Scope, SlotId};
 pub use value::{Func, Handle, Key, Keys, Record, Value, Variant};

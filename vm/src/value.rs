@@ -435,6 +435,14 @@ pub enum Func {
         /// The arguments supplied so far.
         applied: Box<[Value]>,
     },
+    /// A ral closure applied to fewer arguments than it takes (§5.4); the VM
+    /// prepends `applied` when the rest arrive.
+    Partial {
+        /// The closure being applied (a [`Func::Closure`]).
+        head: Arc<Func>,
+        /// The arguments supplied so far.
+        applied: Box<[Value]>,
+    },
 }
 
 /// A handle to concurrent work. Opaque here: the runtime hangs its worker

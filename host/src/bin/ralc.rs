@@ -5,6 +5,8 @@
 //! ralc --check FILE…        parse every file and report diagnostics
 //! ralc --dump-ast FILE      print the syntax tree of one file to stdout
 //! ralc --emit=ast FILE      the same as --dump-ast
+//! ralc --emit=types FILE    the scheme of each top-level binding
+//! ralc --emit=ir FILE       the lowered IR of a file that checked cleanly
 //! ```
 //!
 //! `-` names standard input. Exit statuses follow spec §16.3: 0 when every
@@ -17,7 +19,7 @@
 //! Each mode is an [`Emit`] value, so later phases (`--emit=types`, `ir`,
 //! `bytecode`) are added as variants without touching argument parsing.
 //!
-//! `ralc`'s code path is syntax (and later types and ir) only: it does not
+//! `ralc`'s code path is syntax, types and ir only: it does not
 //! use the `ral_host` library or the VM, so it links neither (STYLE §1.1).
 
 use std::ffi::OsString;
@@ -58,8 +60,8 @@ Modes:
   -n, --check       Parse every FILE and report all diagnostics.
       --dump-ast    Print the syntax tree of FILE to stdout.
       --emit=KIND   Print an intermediate form of FILE to stdout.
-                    KIND is one of: {kinds} (types, ir and bytecode
-                    come with later phases).
+                    KIND is one of: {kinds} (bytecode comes with
+                    a later phase).
   -h, --help        Print this help.
   -V, --version     Print the version.
 
@@ -86,19 +88,22 @@ enum Emit {
     Ast,
     /// `--emit=types`: the inferred scheme of each top-level binding.
     Types,
+    /// `--emit=ir`: the lowered IR of a file that checked cleanly.
+    Ir,
 }
 
 impl Emit {
     /// Every kind `--emit` accepts now.
-    const ALL: &'static [Emit] = &[Emit::Ast, Emit::Types];
+    const ALL: &'static [Emit] = &[Emit::Ast, Emit::Types, Emit::Ir];
 
     /// Kinds the design promises but no phase produces yet.
-    const PLANNED: &'static [&'static str] = &["ir", "bytecode"];
+    const PLANNED: &'static [&'static str] = &["bytecode"];
 
     fn name(self) -> &'static str {
         match self {
             Emit::Ast => "ast",
             Emit::Types => "types",
+            Emit::Ir => "ir",
         }
     }
 
@@ -337,6 +342,12 @@ fn run(mode: Mode, files: &[String], out: &mut dyn Write, err: &mut dyn Write) -
                     }
                 }
             }
+            Mode::Emit(Emit::Ir) => {
+                if let Some(checked) = checked.as_ref().filter(|c| !c.has_errors()) {
+                    let module = ral_ir::lower(&parsed.program, checked, id);
+                    let _ = write!(out, "{}", ral_ir::print_module(&module));
+                }
+            }
             Mode::Emit(Emit::Ast) => {
                 let tree = ral_syntax::dump::dump_program(&parsed.program);
                 let newline = if tree.ends_with('\n') { "" } else { "\n" };
@@ -433,10 +444,11 @@ mod tests {
 
     #[test]
     fn emit_names_what_exists() {
-        let err = parse_args(&args(&["--emit=ir", "a.ral"])).unwrap_err();
+        let err = parse_args(&args(&["--emit=bytecode", "a.ral"])).unwrap_err();
         assert!(err.contains("not implemented yet"), "{err}");
-        assert!(err.contains("available now: ast, types"), "{err}");
+        assert!(err.contains("available now: ast, types, ir"), "{err}");
         assert!(parse_args(&args(&["--emit=types", "a.ral"])).is_ok());
+        assert!(parse_args(&args(&["--emit=ir", "a.ral"])).is_ok());
         let err = parse_args(&args(&["--emit=wat", "a.ral"])).unwrap_err();
         assert!(err.contains("unknown --emit kind 'wat'"), "{err}");
         assert!(parse_args(&args(&["--emit"])).is_err());

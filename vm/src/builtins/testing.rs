@@ -79,6 +79,7 @@ impl Ctx for FakeCtx {
                 all.extend_from_slice(args);
                 (def.func)(self, &all)
             }
+            Func::Partial { .. } => Err(Failure::error("partial closures are not faked")),
         }
     }
 

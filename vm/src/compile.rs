@@ -1,0 +1,959 @@
+//! IR [`Module`] → [`Proto`]s.
+//!
+//! - **Registers.** A function's parameters take `r0..`, in order (the
+//!   calling convention puts arguments there), then its other locals in id
+//!   order; temporaries sit above the locals and are released in LIFO order
+//!   (a mark/release pair, debug-asserted). `Proto::n_regs` is the
+//!   high-water mark. A call's arguments are the topmost temporaries, so the
+//!   callee's window can start at them.
+//! - **Constants** are deduplicated per proto; Ints that fit `i32` become
+//!   immediates.
+//! - **Typed ops** where the IR's [`NumKind`]/[`OrdKind`] fix the kind;
+//!   generic ones otherwise. `>`/`>=` are `<`/`<=` with swapped operands.
+//! - **Globals.** Each of the turn's definitions reserves a scope slot
+//!   before anything runs ([`Scope::reserve`]); an earlier turn's name
+//!   resolves to its current slot. Code names slots, never strings.
+//! - **Recursive groups.** Members share the group's captures; a call to a
+//!   sibling from a member is [`Op::CallSibling`], which makes no closure.
+//! - A call in tail position is a tail call unless a handler or a capture
+//!   of the same function encloses it (the frame must outlive the call then).
+//! - Features the VM does not run yet compile to [`Op::Unsupported`] (see
+//!   [`crate::exec`]).
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::Arc;
+
+use ral_ir::{
+    ArithOp, Block, CaptureFrom, CmpOp, Const, ExecHead, Expr, FuncId, IndexKind, InterpPart,
+    MapPart, Module, NumKind, Operand, OrdKind, Part, Pat,
+};
+use ral_syntax::Span;
+
+use crate::op::{ArithCode, ConstIdx, Feature, Op, Proto, Reg};
+use crate::session::{Scope, SlotId};
+use crate::value::{Keys, Value};
+
+/// A module the compiler cannot translate (a lowering bug or a limit).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CompileError(pub String);
+
+impl fmt::Display for CompileError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for CompileError {}
+
+/// The protos of one module. `protos[i]` is program proto `base + i`, and
+/// IR function `f` is `protos[f.0]`.
+#[derive(Debug)]
+pub struct Compiled {
+    pub protos: Vec<Proto>,
+    /// Program index of `main`.
+    pub main: u32,
+}
+
+/// Compiles `module`, whose protos will be program protos `base..`.
+/// Reserves a scope slot for each of its definitions.
+pub fn compile_module(
+    module: &Module,
+    scope: &mut Scope,
+    base: u32,
+) -> Result<Compiled, CompileError> {
+    let def_slots: Vec<SlotId> = module.defs.iter().map(|d| scope.reserve(&d.name)).collect();
+    let mut groups: HashMap<u32, Vec<u32>> = HashMap::new();
+    for f in &module.funcs {
+        scan_groups(&f.body, base, &mut groups);
+    }
+    let m = ModCx {
+        module,
+        scope,
+        def_slots,
+        groups,
+        base,
+    };
+    let mut protos = Vec::with_capacity(module.funcs.len());
+    for (i, f) in module.funcs.iter().enumerate() {
+        if f.id.0 as usize != i {
+            return Err(CompileError(format!("function {i} has id {}", f.id.0)));
+        }
+        protos.push(FnCx::compile(&m, f)?);
+    }
+    Ok(Compiled {
+        protos,
+        main: base + module.main.0,
+    })
+}
+
+fn scan_groups(block: &Block, base: u32, groups: &mut HashMap<u32, Vec<u32>>) {
+    for s in &block.stmts {
+        match &s.expr {
+            Expr::MakeRecGroup { funcs, .. } => {
+                let members: Vec<u32> = funcs.iter().map(|f| base + f.0).collect();
+                for f in funcs {
+                    groups.insert(f.0, members.clone());
+                }
+            }
+            Expr::If {
+                then, otherwise, ..
+            } => {
+                scan_groups(then, base, groups);
+                scan_groups(otherwise, base, groups);
+            }
+            Expr::Case { arms, .. } => {
+                for a in arms {
+                    scan_groups(&a.body, base, groups);
+                }
+            }
+            Expr::Chain(bs) | Expr::Pipeline(bs) => {
+                for b in bs {
+                    scan_groups(b, base, groups);
+                }
+            }
+            Expr::Try { body, handler, .. } => {
+                scan_groups(body, base, groups);
+                scan_groups(handler, base, groups);
+            }
+            Expr::Guard { body, cleanup } => {
+                scan_groups(body, base, groups);
+                scan_groups(cleanup, base, groups);
+            }
+            Expr::Within { body, .. }
+            | Expr::Grant { body, .. }
+            | Expr::Audit { body }
+            | Expr::Redirected { body, .. }
+            | Expr::Capture(body) => scan_groups(body, base, groups),
+            Expr::Value(_)
+            | Expr::Define { .. }
+            | Expr::Destructure { .. }
+            | Expr::MakeList(_)
+            | Expr::MakeRecord { .. }
+            | Expr::MakeMap(_)
+            | Expr::MakeVariant { .. }
+            | Expr::MakeClosure { .. }
+            | Expr::Interp(_)
+            | Expr::Index { .. }
+            | Expr::Arith { .. }
+            | Expr::Neg { .. }
+            | Expr::Not(_)
+            | Expr::Compare { .. }
+            | Expr::Equal { .. }
+            | Expr::Call { .. }
+            | Expr::CallSpread { .. }
+            | Expr::Force { .. }
+            | Expr::Exec { .. } => {}
+        }
+    }
+}
+
+struct ModCx<'a> {
+    module: &'a Module,
+    scope: &'a Scope,
+    def_slots: Vec<SlotId>,
+    groups: HashMap<u32, Vec<u32>>,
+    base: u32,
+}
+
+#[derive(PartialEq, Eq, Hash)]
+enum ConstKey {
+    Int(i64),
+    Float(u64),
+    Str(Arc<str>),
+}
+
+struct FnCx<'a, 'm> {
+    m: &'a ModCx<'m>,
+    proto: Proto,
+    local_reg: Vec<u8>,
+    next: u16,
+    consts: HashMap<ConstKey, u16>,
+    /// Enclosing handlers and captures in this function: no tail calls.
+    no_tail: u32,
+    span: Span,
+}
+
+type R<T> = Result<T, CompileError>;
+
+fn err<T>(msg: impl Into<String>) -> R<T> {
+    Err(CompileError(msg.into()))
+}
+
+impl<'a, 'm> FnCx<'a, 'm> {
+    fn compile(m: &'a ModCx<'m>, f: &ral_ir::Func) -> R<Proto> {
+        let n_locals = f.n_locals as usize;
+        if n_locals > 200 {
+            return err(format!("{n_locals} locals in one function (limit 200)"));
+        }
+        let mut local_reg = vec![u8::MAX; n_locals];
+        let mut next = 0u8;
+        for p in &f.params {
+            let Some(slot) = local_reg.get_mut(p.0 as usize) else {
+                return err(format!("parameter l{} out of range", p.0));
+            };
+            *slot = next;
+            next += 1;
+        }
+        for r in local_reg.iter_mut() {
+            if *r == u8::MAX {
+                *r = next;
+                next += 1;
+            }
+        }
+        let params: Vec<String> = (0..f.params.len()).map(|i| format!("p{i}")).collect();
+        let mut cx = FnCx {
+            m,
+            proto: Proto {
+                name: f.name.clone().unwrap_or_default(),
+                n_params: u8::try_from(f.params.len())
+                    .map_err(|_| CompileError("too many parameters".into()))?,
+                n_locals: next,
+                n_regs: u16::from(next),
+                siblings: m.groups.get(&f.id.0).cloned().unwrap_or_default(),
+                params: params.into(),
+                ..Proto::default()
+            },
+            local_reg,
+            next: u16::from(next),
+            consts: HashMap::new(),
+            no_tail: 0,
+            span: f.span,
+        };
+        for s in &f.body.stmts {
+            cx.stmt(s)?;
+        }
+        let mark = cx.next;
+        let r = cx.operand_reg(&f.body.result)?;
+        cx.emit(Op::Return { src: r });
+        cx.release(mark);
+        // `r0` is read by `Return` of an arity-0 empty body at least.
+        cx.proto.n_regs = cx.proto.n_regs.max(1);
+        Ok(cx.proto)
+    }
+
+    // ---- emission helpers ----
+
+    fn emit(&mut self, op: Op) -> usize {
+        self.proto.code.push(op);
+        self.proto.spans.push(self.span);
+        self.proto.code.len() - 1
+    }
+
+    fn here(&self) -> u32 {
+        self.proto.code.len() as u32
+    }
+
+    fn patch(&mut self, at: usize, to: u32) {
+        let target = match self.proto.code.get_mut(at) {
+            Some(
+                Op::Jump { target }
+                | Op::JumpIfFalse { target, .. }
+                | Op::JumpIfNotTag { target, .. }
+                | Op::PushTry { target, .. }
+                | Op::PushChain { target },
+            ) => target,
+            other => {
+                debug_assert!(false, "patching a non-jump: {other:?}");
+                return;
+            }
+        };
+        *target = to;
+    }
+
+    fn temp(&mut self) -> R<Reg> {
+        let r = self.next;
+        if r >= 255 {
+            return err("too many registers in one function (limit 255)");
+        }
+        self.next += 1;
+        self.proto.n_regs = self.proto.n_regs.max(self.next);
+        Ok(Reg(r as u8))
+    }
+
+    fn temps(&mut self, n: usize) -> R<Reg> {
+        let start = Reg(self.next.min(255) as u8);
+        for _ in 0..n {
+            self.temp()?;
+        }
+        Ok(start)
+    }
+
+    fn release(&mut self, mark: u16) {
+        debug_assert!(mark <= self.next, "temporaries released out of order");
+        self.next = mark;
+    }
+
+    fn local(&self, l: ral_ir::LocalId) -> R<Reg> {
+        match self.local_reg.get(l.0 as usize) {
+            Some(r) => Ok(Reg(*r)),
+            None => err(format!("local l{} out of range", l.0)),
+        }
+    }
+
+    fn konst(&mut self, key: ConstKey, value: Value) -> R<ConstIdx> {
+        if let Some(k) = self.consts.get(&key) {
+            return Ok(ConstIdx(*k));
+        }
+        let k = u16::try_from(self.proto.consts.len())
+            .map_err(|_| CompileError("too many constants".into()))?;
+        self.proto.consts.push(value);
+        self.consts.insert(key, k);
+        Ok(ConstIdx(k))
+    }
+
+    fn str_const(&mut self, s: &Arc<str>) -> R<ConstIdx> {
+        self.konst(ConstKey::Str(s.clone()), Value::str(&**s))
+    }
+
+    // ---- operands ----
+
+    fn load(&mut self, op: &Operand, dst: Reg) -> R<()> {
+        let code = match op {
+            Operand::Unit => Op::LoadUnit { dst },
+            Operand::Const(Const::Bool(value)) => Op::LoadBool { dst, value: *value },
+            Operand::Const(Const::Int(n)) => match i32::try_from(*n) {
+                Ok(value) => Op::LoadInt { dst, value },
+                Err(_) => Op::LoadConst {
+                    dst,
+                    k: self.konst(ConstKey::Int(*n), Value::Int(*n))?,
+                },
+            },
+            Operand::Const(Const::Float(x)) => Op::LoadConst {
+                dst,
+                k: self.konst(ConstKey::Float(x.to_bits()), Value::Float(*x))?,
+            },
+            Operand::Const(Const::Str(s)) => Op::LoadConst {
+                dst,
+                k: self.str_const(s)?,
+            },
+            Operand::Local(l) => {
+                let src = self.local(*l)?;
+                if src == dst {
+                    return Ok(());
+                }
+                Op::Copy { dst, src }
+            }
+            Operand::Captured(i) => Op::LoadCapture {
+                dst,
+                idx: u16::try_from(*i).map_err(|_| CompileError("capture index".into()))?,
+            },
+            Operand::Global { name, def } => Op::GetGlobal {
+                dst,
+                slot: self.global_slot(name, *def)?.0,
+            },
+            Operand::Sibling(i) => {
+                if self.proto.siblings.is_empty() {
+                    Op::Unsupported {
+                        feature: Feature::NestedSibling,
+                    }
+                } else {
+                    Op::LoadSibling {
+                        dst,
+                        member: u16::try_from(*i)
+                            .map_err(|_| CompileError("sibling index".into()))?,
+                    }
+                }
+            }
+            Operand::Builtin(id) => Op::LoadBuiltin { dst, id: id.0 },
+            Operand::Script => Op::LoadScript { dst },
+        };
+        self.emit(code);
+        Ok(())
+    }
+
+    fn global_slot(&self, name: &str, def: Option<ral_ir::DefId>) -> R<SlotId> {
+        match def {
+            Some(d) => match self.m.def_slots.get(d.0 as usize) {
+                Some(s) => Ok(*s),
+                None => err(format!("definition d{} out of range", d.0)),
+            },
+            None => match self.m.scope.lookup(name) {
+                Some(s) => Ok(s),
+                None => err(format!("`{name}` is not defined in the session")),
+            },
+        }
+    }
+
+    /// The register holding `op`: a local's own register, or a fresh
+    /// temporary (released by the caller's mark).
+    fn operand_reg(&mut self, op: &Operand) -> R<Reg> {
+        if let Operand::Local(l) = op {
+            return self.local(*l);
+        }
+        let t = self.temp()?;
+        self.load(op, t)?;
+        Ok(t)
+    }
+
+    /// Loads `ops` into consecutive fresh temporaries; returns the first.
+    fn consecutive<'o>(&mut self, ops: impl ExactSizeIterator<Item = &'o Operand>) -> R<Reg> {
+        let n = ops.len();
+        let start = self.temps(n)?;
+        for (i, op) in ops.enumerate() {
+            self.load(op, Reg(start.0 + i as u8))?;
+        }
+        Ok(start)
+    }
+
+    // ---- statements ----
+
+    fn stmt(&mut self, s: &ral_ir::Stmt) -> R<()> {
+        self.span = s.span;
+        let mark = self.next;
+        let dst = match s.dst {
+            Some(l) => self.local(l)?,
+            None => self.temp()?,
+        };
+        self.expr(&s.expr, dst)?;
+        self.release(mark);
+        Ok(())
+    }
+
+    /// Compiles `block`'s statements and moves its result into `dst`.
+    fn block(&mut self, b: &Block, dst: Reg) -> R<()> {
+        for s in &b.stmts {
+            self.stmt(s)?;
+        }
+        self.load(&b.result, dst)
+    }
+
+    fn unsupported(&mut self, feature: Feature) {
+        self.emit(Op::Unsupported { feature });
+    }
+
+    fn expr(&mut self, e: &Expr, dst: Reg) -> R<()> {
+        match e {
+            Expr::Value(op) => self.load(op, dst)?,
+            Expr::Define { def, value } => {
+                let name = match self.m.module.defs.get(def.0 as usize) {
+                    Some(d) => Arc::<str>::from(d.name.as_str()),
+                    None => return err(format!("definition d{} out of range", def.0)),
+                };
+                let src = self.operand_reg(value)?;
+                let name = self.str_const(&name)?;
+                self.emit(Op::Define { src, name });
+                self.emit(Op::LoadUnit { dst });
+            }
+            Expr::Destructure { value, pattern } => {
+                let src = self.operand_reg(value)?;
+                self.pattern(src, pattern)?;
+                self.emit(Op::LoadUnit { dst });
+            }
+            Expr::MakeList(parts) => {
+                if parts.iter().all(|p| matches!(p, Part::One(_))) {
+                    let ops = parts.iter().filter_map(|p| match p {
+                        Part::One(o) => Some(o),
+                        Part::Spread(_) => None,
+                    });
+                    let ops: Vec<&Operand> = ops.collect();
+                    let n = u8::try_from(ops.len())
+                        .map_err(|_| CompileError("list literal too long".into()))?;
+                    let start = self.consecutive(ops.into_iter())?;
+                    self.emit(Op::MakeList { dst, start, n });
+                } else {
+                    let t = self.temp()?;
+                    self.emit(Op::MakeList {
+                        dst: t,
+                        start: t,
+                        n: 0,
+                    });
+                    for p in parts {
+                        let mark = self.next;
+                        match p {
+                            Part::One(o) => {
+                                let src = self.operand_reg(o)?;
+                                self.emit(Op::ListPush { list: t, src });
+                            }
+                            Part::Spread(o) => {
+                                let src = self.operand_reg(o)?;
+                                self.emit(Op::ListExtend { list: t, src });
+                            }
+                        }
+                        self.release(mark);
+                    }
+                    self.emit(Op::Copy { dst, src: t });
+                }
+            }
+            Expr::MakeRecord { base: None, fields } => {
+                let mut sorted: Vec<&(Arc<str>, Operand)> = fields.iter().collect();
+                sorted.sort_by(|a, b| a.0.cmp(&b.0));
+                // A repeated key keeps its last value (stable sort).
+                let mut dedup: Vec<&(Arc<str>, Operand)> = Vec::with_capacity(sorted.len());
+                for f in sorted {
+                    if dedup.last().is_some_and(|l| l.0 == f.0) {
+                        dedup.pop();
+                    }
+                    dedup.push(f);
+                }
+                let keys = Keys::new(dedup.iter().map(|f| f.0.to_string()));
+                let shape = u16::try_from(self.proto.shapes.len())
+                    .map_err(|_| CompileError("too many record shapes".into()))?;
+                self.proto.shapes.push(keys);
+                let start = self.consecutive(dedup.iter().map(|f| &f.1))?;
+                self.emit(Op::MakeRecord { dst, shape, start });
+            }
+            Expr::MakeRecord {
+                base: Some(base),
+                fields,
+            } => {
+                let t = self.temp()?;
+                self.load(base, t)?;
+                for (k, v) in fields {
+                    let mark = self.next;
+                    let src = self.operand_reg(v)?;
+                    let key = self.str_const(k)?;
+                    self.emit(Op::RecordSet { rec: t, key, src });
+                    self.release(mark);
+                }
+                self.emit(Op::Copy { dst, src: t });
+            }
+            Expr::MakeMap(parts) => {
+                let t = self.temp()?;
+                self.emit(Op::MapNew { dst: t });
+                for p in parts.iter().rev() {
+                    if let MapPart::Spread(o) = p {
+                        let mark = self.next;
+                        let src = self.operand_reg(o)?;
+                        self.emit(Op::MapSpread { map: t, src });
+                        self.release(mark);
+                    }
+                }
+                for p in parts {
+                    if let MapPart::Entry { key, value } = p {
+                        let mark = self.next;
+                        let key = self.operand_reg(key)?;
+                        let src = self.operand_reg(value)?;
+                        self.emit(Op::MapInsert { map: t, key, src });
+                        self.release(mark);
+                    }
+                }
+                self.emit(Op::Copy { dst, src: t });
+            }
+            Expr::MakeVariant { tag, payload } => {
+                let tag = self.str_const(tag)?;
+                match payload {
+                    None => {
+                        self.emit(Op::MakeTag { dst, tag });
+                    }
+                    Some(p) => {
+                        let payload = self.operand_reg(p)?;
+                        self.emit(Op::MakeVariant { dst, tag, payload });
+                    }
+                }
+            }
+            Expr::MakeClosure { func, captures } => {
+                self.check_captures(*func, captures.len())?;
+                let n = u8::try_from(captures.len())
+                    .map_err(|_| CompileError("too many captures".into()))?;
+                let start = self.consecutive(captures.iter())?;
+                self.emit(Op::MakeClosure {
+                    dst,
+                    start,
+                    n,
+                    proto: self.m.base + func.0,
+                });
+            }
+            Expr::MakeRecGroup {
+                funcs,
+                captures,
+                dsts,
+            } => {
+                let n = u8::try_from(captures.len())
+                    .map_err(|_| CompileError("too many captures".into()))?;
+                let start = self.consecutive(captures.iter())?;
+                for (f, d) in funcs.iter().zip(dsts) {
+                    self.check_captures(*f, captures.len())?;
+                    let d = self.local(*d)?;
+                    self.emit(Op::MakeClosure {
+                        dst: d,
+                        start,
+                        n,
+                        proto: self.m.base + f.0,
+                    });
+                }
+                self.emit(Op::LoadUnit { dst });
+            }
+            Expr::Interp(parts) => {
+                let n = u8::try_from(parts.len())
+                    .map_err(|_| CompileError("interpolation too long".into()))?;
+                let start = self.temps(parts.len())?;
+                for (i, p) in parts.iter().enumerate() {
+                    let r = Reg(start.0 + i as u8);
+                    match p {
+                        InterpPart::Text(t) => {
+                            let k = self.str_const(t)?;
+                            self.emit(Op::LoadConst { dst: r, k });
+                        }
+                        InterpPart::Home => {
+                            self.emit(Op::LoadHome { dst: r });
+                        }
+                        InterpPart::Value(o) => self.load(o, r)?,
+                    }
+                }
+                self.emit(Op::Interp { dst, start, n });
+            }
+            Expr::Index { base, key, kind } => {
+                let b = self.operand_reg(base)?;
+                match kind {
+                    IndexKind::Field(name) => {
+                        let key = self.str_const(name)?;
+                        self.emit(Op::IndexField { dst, base: b, key });
+                    }
+                    IndexKind::List => {
+                        let key = self.operand_reg(key)?;
+                        self.emit(Op::IndexList { dst, base: b, key });
+                    }
+                    IndexKind::Map => {
+                        let key = self.operand_reg(key)?;
+                        self.emit(Op::IndexMap { dst, base: b, key });
+                    }
+                    IndexKind::Dynamic => {
+                        let key = self.operand_reg(key)?;
+                        self.emit(Op::IndexDyn { dst, base: b, key });
+                    }
+                }
+            }
+            Expr::Arith { op, kind, lhs, rhs } => {
+                let lhs = self.operand_reg(lhs)?;
+                let rhs = self.operand_reg(rhs)?;
+                let code = match (kind, op) {
+                    (NumKind::Int, ArithOp::Add) => Op::AddInt { dst, lhs, rhs },
+                    (NumKind::Int, ArithOp::Sub) => Op::SubInt { dst, lhs, rhs },
+                    (NumKind::Int, ArithOp::Mul) => Op::MulInt { dst, lhs, rhs },
+                    (NumKind::Int, ArithOp::Div) => Op::DivInt { dst, lhs, rhs },
+                    (NumKind::Int, ArithOp::Rem) => Op::RemInt { dst, lhs, rhs },
+                    (NumKind::Float, ArithOp::Add) => Op::AddFloat { dst, lhs, rhs },
+                    (NumKind::Float, ArithOp::Sub) => Op::SubFloat { dst, lhs, rhs },
+                    (NumKind::Float, ArithOp::Mul) => Op::MulFloat { dst, lhs, rhs },
+                    (NumKind::Float, ArithOp::Div) => Op::DivFloat { dst, lhs, rhs },
+                    (NumKind::Float, ArithOp::Rem) => Op::RemFloat { dst, lhs, rhs },
+                    (NumKind::Generic, op) => Op::Arith {
+                        dst,
+                        lhs,
+                        rhs,
+                        op: match op {
+                            ArithOp::Add => ArithCode::Add,
+                            ArithOp::Sub => ArithCode::Sub,
+                            ArithOp::Mul => ArithCode::Mul,
+                            ArithOp::Div => ArithCode::Div,
+                            ArithOp::Rem => ArithCode::Rem,
+                        },
+                    },
+                };
+                self.emit(code);
+            }
+            Expr::Neg { kind, operand } => {
+                let src = self.operand_reg(operand)?;
+                self.emit(match kind {
+                    NumKind::Int => Op::NegInt { dst, src },
+                    NumKind::Float => Op::NegFloat { dst, src },
+                    NumKind::Generic => Op::Neg { dst, src },
+                });
+            }
+            Expr::Not(o) => {
+                let src = self.operand_reg(o)?;
+                self.emit(Op::Not { dst, src });
+            }
+            Expr::Compare { op, kind, lhs, rhs } => {
+                let a = self.operand_reg(lhs)?;
+                let b = self.operand_reg(rhs)?;
+                let (lhs, rhs, strict) = match op {
+                    CmpOp::Lt => (a, b, true),
+                    CmpOp::Le => (a, b, false),
+                    CmpOp::Gt => (b, a, true),
+                    CmpOp::Ge => (b, a, false),
+                };
+                self.emit(match (kind, strict) {
+                    (OrdKind::Int, true) => Op::LtInt { dst, lhs, rhs },
+                    (OrdKind::Int, false) => Op::LeInt { dst, lhs, rhs },
+                    (OrdKind::Float, true) => Op::LtFloat { dst, lhs, rhs },
+                    (OrdKind::Float, false) => Op::LeFloat { dst, lhs, rhs },
+                    (OrdKind::Str, true) => Op::LtStr { dst, lhs, rhs },
+                    (OrdKind::Str, false) => Op::LeStr { dst, lhs, rhs },
+                    (OrdKind::Generic, true) => Op::Lt { dst, lhs, rhs },
+                    (OrdKind::Generic, false) => Op::Le { dst, lhs, rhs },
+                });
+            }
+            Expr::Equal { lhs, rhs, negate } => {
+                let lhs = self.operand_reg(lhs)?;
+                let rhs = self.operand_reg(rhs)?;
+                self.emit(if *negate {
+                    Op::Ne { dst, lhs, rhs }
+                } else {
+                    Op::Eq { dst, lhs, rhs }
+                });
+            }
+            Expr::Call { func, args, tail } => self.call(func, args, *tail, dst)?,
+            Expr::CallSpread { func, args, tail } => {
+                let tail = *tail && self.no_tail == 0;
+                let f = self.operand_reg(func)?;
+                let list = self.temp()?;
+                self.expr(&Expr::MakeList(args.clone()), list)?;
+                self.emit(if tail {
+                    Op::TailCallSpread { func: f, list }
+                } else {
+                    Op::CallSpread { func: f, list, dst }
+                });
+            }
+            Expr::Force { thunk, tail } => self.call(thunk, &[], *tail, dst)?,
+            Expr::Exec { head, .. } => {
+                // Even a statically known base handler (`echo`) goes through
+                // command dispatch, which is not built yet.
+                let _: &ExecHead = head;
+                self.unsupported(Feature::Exec);
+            }
+            Expr::If {
+                cond,
+                then,
+                otherwise,
+            } => {
+                let mark = self.next;
+                let c = self.operand_reg(cond)?;
+                self.release(mark);
+                let jf = self.emit(Op::JumpIfFalse { cond: c, target: 0 });
+                self.block(then, dst)?;
+                let jend = self.emit(Op::Jump { target: 0 });
+                let else_at = self.here();
+                self.patch(jf, else_at);
+                self.block(otherwise, dst)?;
+                let end = self.here();
+                self.patch(jend, end);
+            }
+            Expr::Case { scrutinee, arms } => {
+                let s = self.operand_reg(scrutinee)?;
+                let mut ends = Vec::with_capacity(arms.len());
+                for arm in arms {
+                    let tag = self.str_const(&arm.tag)?;
+                    let test = self.emit(Op::JumpIfNotTag {
+                        src: s,
+                        tag,
+                        target: 0,
+                    });
+                    let p = self.local(arm.payload)?;
+                    self.emit(Op::Payload { dst: p, src: s });
+                    self.block(&arm.body, dst)?;
+                    ends.push(self.emit(Op::Jump { target: 0 }));
+                    let next = self.here();
+                    self.patch(test, next);
+                }
+                self.emit(Op::NoArm { src: s });
+                let end = self.here();
+                for j in ends {
+                    self.patch(j, end);
+                }
+            }
+            Expr::Chain(alts) => {
+                let mut ends = Vec::new();
+                let n = alts.len();
+                for (i, alt) in alts.iter().enumerate() {
+                    if i + 1 == n {
+                        self.block(alt, dst)?;
+                    } else {
+                        let push = self.emit(Op::PushChain { target: 0 });
+                        self.no_tail += 1;
+                        self.block(alt, dst)?;
+                        self.no_tail -= 1;
+                        self.emit(Op::PopHandler);
+                        ends.push(self.emit(Op::Jump { target: 0 }));
+                        let next = self.here();
+                        self.patch(push, next);
+                    }
+                }
+                if n == 0 {
+                    self.emit(Op::LoadUnit { dst });
+                }
+                let end = self.here();
+                for j in ends {
+                    self.patch(j, end);
+                }
+            }
+            Expr::Try {
+                body,
+                error,
+                handler,
+            } => {
+                let err_reg = self.local(*error)?;
+                let push = self.emit(Op::PushTry {
+                    err: err_reg,
+                    target: 0,
+                });
+                self.no_tail += 1;
+                self.block(body, dst)?;
+                self.no_tail -= 1;
+                self.emit(Op::PopHandler);
+                let jend = self.emit(Op::Jump { target: 0 });
+                let catch = self.here();
+                self.patch(push, catch);
+                self.block(handler, dst)?;
+                let end = self.here();
+                self.patch(jend, end);
+            }
+            Expr::Capture(body) => {
+                self.emit(Op::CaptureBegin);
+                let t = self.temp()?;
+                self.no_tail += 1;
+                self.block(body, t)?;
+                self.no_tail -= 1;
+                self.emit(Op::CaptureEnd { dst });
+            }
+            Expr::Guard { .. } => self.unsupported(Feature::Guard),
+            Expr::Within { .. } => self.unsupported(Feature::Within),
+            Expr::Grant { .. } => self.unsupported(Feature::Grant),
+            Expr::Audit { .. } => self.unsupported(Feature::Audit),
+            Expr::Redirected { .. } => self.unsupported(Feature::Redirect),
+            Expr::Pipeline(_) => self.unsupported(Feature::Pipeline),
+        }
+        Ok(())
+    }
+
+    fn check_captures(&self, f: FuncId, n: usize) -> R<()> {
+        match self.m.module.funcs.get(f.0 as usize) {
+            Some(func) if func.captures.len() == n => Ok(()),
+            Some(func) => err(format!(
+                "function f{} captures {} values but is given {n}",
+                f.0,
+                func.captures.len()
+            )),
+            None => err(format!("function f{} out of range", f.0)),
+        }
+    }
+
+    fn call(&mut self, func: &Operand, args: &[Operand], tail: bool, dst: Reg) -> R<()> {
+        let tail = tail && self.no_tail == 0;
+        let argc =
+            u8::try_from(args.len()).map_err(|_| CompileError("too many arguments".into()))?;
+        match func {
+            Operand::Builtin(id) => {
+                let name = ral_types::builtin_table().entry(*id).map(|b| b.name);
+                if name == Some("exit") && args.len() == 1 {
+                    let src = self.operand_reg(&args[0])?;
+                    self.emit(Op::Exit { src });
+                    return Ok(());
+                }
+                if let Some(def) = crate::builtins::by_table_id(*id) {
+                    if usize::from(def.arity) == args.len() {
+                        let builtin = crate::builtins::registry()
+                            .iter()
+                            .position(|d| d.name == def.name)
+                            .and_then(|i| u16::try_from(i).ok())
+                            .unwrap_or(u16::MAX);
+                        let start = self.consecutive(args.iter())?;
+                        self.emit(Op::CallBuiltin {
+                            builtin,
+                            args: start,
+                            argc,
+                            dst,
+                        });
+                        return Ok(());
+                    }
+                }
+            }
+            Operand::Sibling(i) if !self.proto.siblings.is_empty() => {
+                let member = u16::try_from(*i).map_err(|_| CompileError("sibling index".into()))?;
+                let start = self.consecutive(args.iter())?;
+                self.emit(if tail {
+                    Op::TailCallSibling {
+                        member,
+                        args: start,
+                        argc,
+                    }
+                } else {
+                    Op::CallSibling {
+                        member,
+                        args: start,
+                        argc,
+                        dst,
+                    }
+                });
+                return Ok(());
+            }
+            Operand::Unit
+            | Operand::Const(_)
+            | Operand::Local(_)
+            | Operand::Captured(_)
+            | Operand::Global { .. }
+            | Operand::Sibling(_)
+            | Operand::Script => {}
+        }
+        let f = self.operand_reg(func)?;
+        let start = self.consecutive(args.iter())?;
+        self.emit(if tail {
+            Op::TailCall {
+                func: f,
+                args: start,
+                argc,
+            }
+        } else {
+            Op::Call {
+                func: f,
+                args: start,
+                argc,
+                dst,
+            }
+        });
+        Ok(())
+    }
+
+    fn pattern(&mut self, src: Reg, pat: &Pat) -> R<()> {
+        match pat {
+            Pat::Wildcard => {}
+            Pat::Bind(l) => {
+                let dst = self.local(*l)?;
+                if dst != src {
+                    self.emit(Op::Copy { dst, src });
+                }
+            }
+            Pat::List { items, rest } => {
+                let n = u8::try_from(items.len())
+                    .map_err(|_| CompileError("list pattern too long".into()))?;
+                self.emit(Op::MatchList {
+                    src,
+                    n,
+                    rest: rest.is_some(),
+                });
+                for (i, p) in items.iter().enumerate() {
+                    let mark = self.next;
+                    let dst = match p {
+                        Pat::Bind(l) => self.local(*l)?,
+                        Pat::Wildcard => continue,
+                        Pat::List { .. } | Pat::Fields(_) => self.temp()?,
+                    };
+                    self.emit(Op::ListAt {
+                        dst,
+                        src,
+                        idx: i as u8,
+                    });
+                    self.pattern(dst, p)?;
+                    self.release(mark);
+                }
+                if let Some(Some(l)) = rest {
+                    let dst = self.local(*l)?;
+                    self.emit(Op::ListFrom { dst, src, from: n });
+                }
+            }
+            Pat::Fields(fields) => {
+                for (k, p) in fields {
+                    let mark = self.next;
+                    let dst = match p {
+                        Pat::Bind(l) => self.local(*l)?,
+                        Pat::Wildcard | Pat::List { .. } | Pat::Fields(_) => self.temp()?,
+                    };
+                    let key = self.str_const(k)?;
+                    self.emit(Op::IndexField {
+                        dst,
+                        base: src,
+                        key,
+                    });
+                    self.pattern(dst, p)?;
+                    self.release(mark);
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+// `CaptureFrom` is the lowering's record of where captures come from; the
+// compiler takes the `MakeClosure` operands instead.
+const _: Option<CaptureFrom> = None;

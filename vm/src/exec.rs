@@ -1,0 +1,1434 @@
+//! The dispatch loop.
+//!
+//! # Frames and calls
+//!
+//! All registers of all frames live in one `Vec<Value>`; a [`Frame`] is a
+//! window `regs[base..base + n_regs]` plus its proto, saved `pc`, the
+//! caller register that receives its result, the running closure (`env`,
+//! whose captures `LoadCapture` reads) and any arguments still to apply
+//! when it returns (over-application, §5.4). A call's arguments are the
+//! caller's topmost temporaries, and the callee's window starts at them, so
+//! a ral→ral call copies nothing: it pushes a `Frame` and the same loop
+//! carries on (no Rust recursion). A tail call overwrites the current
+//! frame's window and proto in place, so tail recursion runs in constant
+//! memory. Returning clears the callee's window (so values die promptly and
+//! unshared buffers stay unshared) and writes the result into the caller.
+//!
+//! Depth is bounded by [`Vm::max_depth`] frames: exceeding it is an
+//! ordinary failure ("recursion depth limit … exceeded"), never a stack
+//! overflow.
+//!
+//! Application follows §5.4: fewer arguments than a closure takes build a
+//! [`Func::Partial`]; more apply the result to the rest (kept on the frame,
+//! and merged when a frame with leftovers tail-calls); builtins accumulate
+//! in [`Func::Builtin`] until their arity is reached.
+//!
+//! Builtins that call back into ral (`map`, `fold`, …) do so through
+//! [`Ctx::call`], which runs a *nested* instance of the loop on the same
+//! frame stack until the called function returns. That nesting is Rust
+//! recursion, bounded by [`MAX_NESTED_RUNS`]; ral→ral calls never nest.
+//!
+//! # Failures
+//!
+//! A failing op leaves the loop with `Err`; [`Vm::run_loop`] unwinds to the
+//! innermost handler installed by `PushTry`/`PushChain` that belongs to the
+//! current run (frames, handlers and capture buffers are truncated to what
+//! they were when it was installed), writes the `try` error record, and
+//! re-enters. With no handler the failure leaves the run. `exit` is an
+//! [`Escape::Exit`], which no handler catches. Cancellation (the context's
+//! cancel flag) is polled at backward jumps, calls and builtin entry.
+//!
+//! # Not yet supported
+//!
+//! These compile to [`Op::Unsupported`], which fails with a message naming
+//! the feature: external commands and command dispatch (`Exec`, including
+//! base handlers such as `echo`), `within`, `grant`, `audit`, `guard`,
+//! pipelines, redirects, and a recursive-group member referenced from a
+//! block nested inside a member. Builtins not in this crate's registry
+//! (host and prelude ones) fail when called. `Ctx::call` does not yet
+//! capture a command body's output (§14.2). There is no fuel accounting
+//! yet (STYLE §3.9); the cancel flag is the only stop point.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use crate::builtins::{by_table_id, registry, Ctx};
+use crate::compile::{compile_module, CompileError};
+use crate::failure::{Cause, Failure, Reason};
+use crate::op::{ArithCode, Op, Proto, Reg};
+use crate::session::{Mobile, SlotId};
+use crate::value::{Func, Record, Value};
+
+/// How deep builtin callbacks may nest runs of the loop.
+pub const MAX_NESTED_RUNS: usize = 200;
+
+/// What leaves a run other than a value.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Escape {
+    /// A failure no handler caught.
+    Fail(Failure),
+    /// `exit n`: ends the program; not caught by `try` or `?`.
+    Exit(i32),
+}
+
+impl From<Failure> for Escape {
+    fn from(f: Failure) -> Escape {
+        Escape::Fail(f)
+    }
+}
+
+/// Why a module did not produce a value.
+#[derive(Debug, PartialEq)]
+pub enum RunError {
+    Compile(CompileError),
+    Escape(Escape),
+}
+
+/// Where standard output goes when nothing captures it.
+#[derive(Debug)]
+pub enum Stdout {
+    /// The process's standard output.
+    Inherit,
+    /// A buffer the host reads with [`Vm::take_output`].
+    Buffer(Vec<u8>),
+}
+
+#[derive(Debug)]
+struct Frame {
+    proto: u32,
+    pc: u32,
+    base: u32,
+    ret: Reg,
+    env: Option<Arc<Func>>,
+    extra: Option<Vec<Value>>,
+}
+
+#[derive(Debug)]
+struct Handler {
+    /// `frames.len()` when installed (the owner is `frames[frame - 1]`).
+    frame: usize,
+    target: u32,
+    err: Option<Reg>,
+    captures: usize,
+}
+
+/// The virtual machine: the session, the program's protos, and the
+/// machine state of the run in progress.
+pub struct Vm {
+    /// The session state (scope and context).
+    pub mobile: Mobile,
+    /// The frame limit.
+    pub max_depth: usize,
+    /// `$SCRIPT`.
+    pub script: Arc<String>,
+    /// Where uncaptured output goes.
+    pub stdout: Stdout,
+    protos: Arc<Vec<Arc<Proto>>>,
+    regs: Vec<Value>,
+    frames: Vec<Frame>,
+    handlers: Vec<Handler>,
+    captures: Vec<Vec<u8>>,
+    scratch: Vec<Value>,
+    nested: usize,
+    pending_exit: Option<i32>,
+}
+
+/// Whether an application pushed a frame or produced its value at once.
+enum Applied {
+    Pushed,
+    Value(Value),
+}
+
+/// Where an application's frame goes.
+#[derive(Clone, Copy)]
+enum Mode {
+    /// A new frame with its window at `base`, result to caller's `ret`.
+    Push { base: usize, ret: Reg },
+    /// Replace the current frame.
+    Tail,
+}
+
+impl Vm {
+    /// A machine over `mobile` with no program loaded.
+    pub fn new(mobile: Mobile) -> Vm {
+        Vm {
+            mobile,
+            max_depth: 100_000,
+            script: Arc::new(String::new()),
+            stdout: Stdout::Buffer(Vec::new()),
+            protos: Arc::new(Vec::new()),
+            regs: Vec::new(),
+            frames: Vec::new(),
+            handlers: Vec::new(),
+            captures: Vec::new(),
+            scratch: Vec::new(),
+            nested: 0,
+            pending_exit: None,
+        }
+    }
+
+    /// The buffered output so far (with [`Stdout::Buffer`]).
+    pub fn take_output(&mut self) -> Vec<u8> {
+        match &mut self.stdout {
+            Stdout::Buffer(b) => std::mem::take(b),
+            Stdout::Inherit => Vec::new(),
+        }
+    }
+
+    /// Program proto `i`.
+    pub fn proto(&self, i: u32) -> Option<&Proto> {
+        self.protos.get(i as usize).map(|p| &**p)
+    }
+
+    /// Compiles `module` into the program (reserving slots for its
+    /// definitions) and returns its `main` proto.
+    pub fn load(&mut self, module: &ral_ir::Module) -> Result<u32, CompileError> {
+        let base =
+            u32::try_from(self.protos.len()).map_err(|_| CompileError("too many protos".into()))?;
+        let compiled = compile_module(module, &mut self.mobile.scope, base)?;
+        Arc::make_mut(&mut self.protos).extend(compiled.protos.into_iter().map(Arc::new));
+        Ok(compiled.main)
+    }
+
+    /// Compiles and runs a top-level module. Definitions land as their
+    /// statements complete; on failure what landed stays (§5.6).
+    pub fn run_module(&mut self, module: &ral_ir::Module) -> Result<Value, RunError> {
+        let main = self.load(module).map_err(RunError::Compile)?;
+        self.run_main(main).map_err(RunError::Escape)
+    }
+
+    /// Runs program proto `main` (arity 0, no captures) to its value.
+    pub fn run_main(&mut self, main: u32) -> Result<Value, Escape> {
+        let stop = self.frames.len();
+        let base = self.top();
+        let result = match self.push_frame(main, None, Vec::new(), base, Reg(0)) {
+            Ok(()) => self.run_loop(stop),
+            Err(e) => Err(e.into()),
+        };
+        self.mobile.scope.clear_reservations();
+        if stop == 0 {
+            self.frames.clear();
+            self.handlers.clear();
+            self.captures.clear();
+            self.regs.clear();
+        }
+        result
+    }
+
+    /// Applies `func` to `args` and runs it to its value (a nested run).
+    pub fn call_value(&mut self, func: Value, args: Vec<Value>) -> Result<Value, Escape> {
+        if self.nested >= MAX_NESTED_RUNS {
+            return Err(Failure::error(format!(
+                "builtin callbacks nested more than {MAX_NESTED_RUNS} deep"
+            ))
+            .into());
+        }
+        let stop = self.frames.len();
+        let base = self.top();
+        match self.apply(func, args, Mode::Push { base, ret: Reg(0) })? {
+            Applied::Value(v) => Ok(v),
+            Applied::Pushed => {
+                self.nested += 1;
+                let r = self.run_loop(stop);
+                self.nested -= 1;
+                r
+            }
+        }
+    }
+
+    /// The first register above the current frame's window.
+    fn top(&self) -> usize {
+        match self.frames.last() {
+            Some(f) => {
+                f.base as usize
+                    + self
+                        .protos
+                        .get(f.proto as usize)
+                        .map_or(0, |p| usize::from(p.n_regs))
+            }
+            None => 0,
+        }
+    }
+
+    fn push_frame(
+        &mut self,
+        proto: u32,
+        env: Option<Arc<Func>>,
+        args: Vec<Value>,
+        base: usize,
+        ret: Reg,
+    ) -> Result<(), Failure> {
+        if self.frames.len() >= self.max_depth {
+            return Err(depth_exceeded(self.max_depth));
+        }
+        let n_regs = self
+            .protos
+            .get(proto as usize)
+            .map_or(0, |p| usize::from(p.n_regs));
+        if self.regs.len() < base + n_regs.max(args.len()) {
+            self.regs.resize(base + n_regs.max(args.len()), Value::Unit);
+        }
+        for (i, a) in args.into_iter().enumerate() {
+            self.regs[base + i] = a;
+        }
+        self.frames.push(Frame {
+            proto,
+            pc: 0,
+            base: base as u32,
+            ret,
+            env,
+            extra: None,
+        });
+        Ok(())
+    }
+
+    /// Runs until the frame count drops back to `stop`, unwinding failures
+    /// to this run's handlers.
+    fn run_loop(&mut self, stop: usize) -> Result<Value, Escape> {
+        loop {
+            match self.dispatch(stop) {
+                Ok(v) => return Ok(v),
+                Err(Escape::Fail(f)) => {
+                    if let Some(status) = self.pending_exit.take() {
+                        self.abandon(stop);
+                        return Err(Escape::Exit(status));
+                    }
+                    if !self.unwind(f.clone(), stop) {
+                        self.abandon(stop);
+                        return Err(Escape::Fail(f));
+                    }
+                }
+                Err(exit @ Escape::Exit(_)) => {
+                    self.abandon(stop);
+                    return Err(exit);
+                }
+            }
+        }
+    }
+
+    /// Drops this run's frames and handlers after an escape.
+    fn abandon(&mut self, stop: usize) {
+        self.frames.truncate(stop);
+        while self.handlers.last().is_some_and(|h| h.frame > stop) {
+            self.handlers.pop();
+        }
+    }
+
+    /// Transfers control to the innermost handler of this run; false if
+    /// there is none.
+    #[cold]
+    fn unwind(&mut self, failure: Failure, stop: usize) -> bool {
+        while let Some(h) = self.handlers.pop() {
+            if h.frame <= stop {
+                self.handlers.push(h);
+                return false;
+            }
+            if h.frame > self.frames.len() {
+                continue;
+            }
+            self.frames.truncate(h.frame);
+            self.captures.truncate(h.captures);
+            let Some(frame) = self.frames.last_mut() else {
+                return false;
+            };
+            frame.pc = h.target;
+            if let Some(err) = h.err {
+                let i = frame.base as usize + usize::from(err.0);
+                if let Some(slot) = self.regs.get_mut(i) {
+                    *slot = error_record(&failure);
+                }
+            }
+            return true;
+        }
+        false
+    }
+
+    /// Finishes the current frame with `value`. `Some` when that ends the
+    /// run.
+    fn do_return(&mut self, mut value: Value, stop: usize) -> Result<Option<Value>, Escape> {
+        loop {
+            let Some(frame) = self.frames.last_mut() else {
+                return Ok(Some(value));
+            };
+            if let Some(extra) = frame.extra.take() {
+                match self.apply(value, extra, Mode::Tail)? {
+                    Applied::Pushed => return Ok(None),
+                    Applied::Value(v) => {
+                        value = v;
+                        continue;
+                    }
+                }
+            }
+            let Some(frame) = self.frames.pop() else {
+                return Ok(Some(value));
+            };
+            let base = frame.base as usize;
+            let n = self
+                .protos
+                .get(frame.proto as usize)
+                .map_or(0, |p| usize::from(p.n_regs));
+            let end = (base + n).min(self.regs.len());
+            if let Some(window) = self.regs.get_mut(base..end) {
+                for r in window {
+                    *r = Value::Unit;
+                }
+            }
+            if self.frames.len() <= stop {
+                return Ok(Some(value));
+            }
+            if let Some(caller) = self.frames.last() {
+                let i = caller.base as usize + usize::from(frame.ret.0);
+                if let Some(slot) = self.regs.get_mut(i) {
+                    *slot = value;
+                }
+            }
+            return Ok(None);
+        }
+    }
+
+    /// Applies a function value (§5.4): the general path.
+    fn apply(&mut self, func: Value, mut args: Vec<Value>, mode: Mode) -> Result<Applied, Escape> {
+        let Value::Func(f) = func else {
+            return Err(Failure::error(format!("cannot apply {}", func.kind_name())).into());
+        };
+        match &*f {
+            Func::Closure { proto, .. } => {
+                let p = *proto;
+                let n = self
+                    .protos
+                    .get(p as usize)
+                    .map_or(0, |p| usize::from(p.n_params));
+                if args.len() < n {
+                    if args.is_empty() {
+                        return Ok(Applied::Value(Value::Func(f)));
+                    }
+                    return Ok(Applied::Value(Value::Func(Arc::new(Func::Partial {
+                        head: f,
+                        applied: args.into_boxed_slice(),
+                    }))));
+                }
+                let rest = if args.len() > n {
+                    Some(args.split_off(n))
+                } else {
+                    None
+                };
+                self.enter(p, Some(f), args, rest, mode)?;
+                Ok(Applied::Pushed)
+            }
+            Func::Partial { head, applied } => {
+                let mut all = applied.to_vec();
+                all.append(&mut args);
+                self.apply(Value::Func(head.clone()), all, mode)
+            }
+            Func::Builtin { id, applied } => {
+                let Some(def) = by_table_id(ral_types::BuiltinId(*id)) else {
+                    return Err(unavailable_builtin(*id).into());
+                };
+                let mut all = applied.to_vec();
+                all.append(&mut args);
+                let arity = usize::from(def.arity);
+                if all.len() < arity {
+                    return Ok(Applied::Value(Value::Func(Arc::new(Func::Builtin {
+                        id: *id,
+                        applied: all.into_boxed_slice(),
+                    }))));
+                }
+                let rest = all.split_off(arity);
+                self.poll_cancel()?;
+                let v = (def.func)(self, &all).map_err(|e| self.builtin_err(e))?;
+                if rest.is_empty() {
+                    Ok(Applied::Value(v))
+                } else {
+                    self.apply(v, rest, mode)
+                }
+            }
+        }
+    }
+
+    /// Enters closure proto `p` (exact arity) per `mode`.
+    fn enter(
+        &mut self,
+        p: u32,
+        env: Option<Arc<Func>>,
+        args: Vec<Value>,
+        rest: Option<Vec<Value>>,
+        mode: Mode,
+    ) -> Result<(), Failure> {
+        match mode {
+            Mode::Push { base, ret } => {
+                self.push_frame(p, env, args, base, ret)?;
+                if let Some(f) = self.frames.last_mut() {
+                    f.extra = rest;
+                }
+            }
+            Mode::Tail => {
+                let n_regs = self
+                    .protos
+                    .get(p as usize)
+                    .map_or(0, |p| usize::from(p.n_regs));
+                let Some(f) = self.frames.last_mut() else {
+                    return Err(Failure::error("tail call with no frame"));
+                };
+                let base = f.base as usize;
+                f.proto = p;
+                f.pc = 0;
+                f.env = env;
+                if let Some(mut rest) = rest {
+                    if let Some(old) = f.extra.take() {
+                        rest.extend(old);
+                    }
+                    f.extra = Some(rest);
+                }
+                if self.regs.len() < base + n_regs.max(args.len()) {
+                    self.regs.resize(base + n_regs.max(args.len()), Value::Unit);
+                }
+                for (i, a) in args.into_iter().enumerate() {
+                    self.regs[base + i] = a;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    #[inline]
+    fn poll_cancel(&self) -> Result<(), Failure> {
+        if self.mobile.context.cancel.load(Ordering::Relaxed) {
+            Err(Failure::cancelled(Cause::Interrupted))
+        } else {
+            Ok(())
+        }
+    }
+
+    #[cold]
+    fn builtin_err(&mut self, e: Failure) -> Failure {
+        e
+    }
+
+    fn take_args(&mut self, start: usize, n: usize) -> Vec<Value> {
+        self.regs
+            .get_mut(start..start + n)
+            .map(|w| w.iter_mut().map(std::mem::take).collect())
+            .unwrap_or_default()
+    }
+
+    /// The loop proper. Returns when the run's bottom frame returns, or with
+    /// the failure of an op (after saving `pc`).
+    fn dispatch(&mut self, stop: usize) -> Result<Value, Escape> {
+        let protos = self.protos.clone();
+        let mut fi = self.frames.len() - 1;
+        let mut proto: &Proto = &protos[self.frames[fi].proto as usize];
+        let mut code: &[Op] = &proto.code;
+        let mut base = self.frames[fi].base as usize;
+        let mut pc = self.frames[fi].pc as usize;
+
+        macro_rules! reload {
+            () => {{
+                fi = self.frames.len() - 1;
+                proto = &protos[self.frames[fi].proto as usize];
+                code = &proto.code;
+                base = self.frames[fi].base as usize;
+                pc = self.frames[fi].pc as usize;
+            }};
+        }
+        macro_rules! save {
+            () => {
+                self.frames[fi].pc = pc as u32
+            };
+        }
+        macro_rules! tri {
+            ($e:expr) => {
+                match $e {
+                    Ok(v) => v,
+                    Err(e) => {
+                        save!();
+                        return Err(e.into());
+                    }
+                }
+            };
+        }
+        macro_rules! r {
+            ($r:expr) => {
+                self.regs[base + usize::from($r.0)]
+            };
+        }
+        macro_rules! int_op {
+            ($dst:expr, $lhs:expr, $rhs:expr, $m:ident, $sym:literal) => {{
+                let v = match (&r!($lhs), &r!($rhs)) {
+                    (Value::Int(a), Value::Int(b)) => a.$m(*b),
+                    (a, b) => tri!(Err(kind_error2("Ints", a, b))),
+                };
+                match v {
+                    Some(n) => r!($dst) = Value::Int(n),
+                    None => tri!(Err(int_error($sym, &r!($lhs), &r!($rhs)))),
+                }
+            }};
+        }
+        macro_rules! float_op {
+            ($dst:expr, $lhs:expr, $rhs:expr, $op:tt) => {{
+                let v = match (&r!($lhs), &r!($rhs)) {
+                    (Value::Float(a), Value::Float(b)) => *a $op *b,
+                    (a, b) => tri!(Err(kind_error2("Floats", a, b))),
+                };
+                r!($dst) = tri!(finite(v));
+            }};
+        }
+        macro_rules! cmp_op {
+            ($dst:expr, $lhs:expr, $rhs:expr, $pat:pat, $ord:expr) => {{
+                let b = match (&r!($lhs), &r!($rhs)) {
+                    $pat => $ord,
+                    (a, b) => tri!(Err(kind_error2("comparable values", a, b))),
+                };
+                r!($dst) = Value::Bool(b);
+            }};
+        }
+        macro_rules! ret {
+            ($v:expr) => {{
+                save!();
+                match self.do_return($v, stop)? {
+                    Some(v) => return Ok(v),
+                    None => reload!(),
+                }
+            }};
+        }
+        macro_rules! applied {
+            ($a:expr, $tail:expr, $dst:expr) => {{
+                match $a {
+                    Applied::Pushed => reload!(),
+                    Applied::Value(v) => {
+                        if $tail {
+                            ret!(v)
+                        } else {
+                            r!($dst) = v;
+                        }
+                    }
+                }
+            }};
+        }
+
+        loop {
+            let op = code[pc];
+            pc += 1;
+            match op {
+                Op::LoadConst { dst, k } => {
+                    r!(dst) = proto.consts[usize::from(k.0)].clone();
+                }
+                Op::LoadInt { dst, value } => r!(dst) = Value::Int(i64::from(value)),
+                Op::LoadUnit { dst } => r!(dst) = Value::Unit,
+                Op::LoadBool { dst, value } => r!(dst) = Value::Bool(value),
+                Op::Copy { dst, src } => {
+                    let v = r!(src).clone();
+                    r!(dst) = v;
+                }
+                Op::LoadCapture { dst, idx } => {
+                    let v = match self.frames[fi].env.as_deref() {
+                        Some(Func::Closure { captures, .. }) => {
+                            captures.get(usize::from(idx)).cloned()
+                        }
+                        _ => None,
+                    };
+                    r!(dst) = tri!(v.ok_or_else(|| Failure::error("capture out of range")));
+                }
+                Op::LoadSibling { dst, member } => {
+                    let v = tri!(self.sibling(&protos, proto, fi, member));
+                    r!(dst) = v;
+                }
+                Op::LoadBuiltin { dst, id } => {
+                    r!(dst) = Value::Func(Arc::new(Func::Builtin {
+                        id,
+                        applied: Box::new([]),
+                    }));
+                }
+                Op::LoadScript { dst } => r!(dst) = Value::Str(self.script.clone()),
+                Op::LoadHome { dst } => {
+                    r!(dst) = Value::str(self.mobile.context.var("HOME").unwrap_or_default());
+                }
+                Op::GetGlobal { dst, slot } => {
+                    let v = match self.mobile.scope.get(SlotId(slot)) {
+                        Some(v) => v.clone(),
+                        None => tri!(Err(self.undefined(slot))),
+                    };
+                    r!(dst) = v;
+                }
+                Op::Define { src, name } => {
+                    let v = r!(src).clone();
+                    let Value::Str(name) = &proto.consts[usize::from(name.0)] else {
+                        tri!(Err(Failure::error("definition name is not a string")))
+                    };
+                    let name = name.clone();
+                    self.mobile.scope.install(&name, v);
+                }
+
+                Op::AddInt { dst, lhs, rhs } => int_op!(dst, lhs, rhs, checked_add, "+"),
+                Op::SubInt { dst, lhs, rhs } => int_op!(dst, lhs, rhs, checked_sub, "-"),
+                Op::MulInt { dst, lhs, rhs } => int_op!(dst, lhs, rhs, checked_mul, "*"),
+                Op::DivInt { dst, lhs, rhs } => int_op!(dst, lhs, rhs, checked_div, "/"),
+                Op::RemInt { dst, lhs, rhs } => int_op!(dst, lhs, rhs, checked_rem, "%"),
+                Op::AddFloat { dst, lhs, rhs } => float_op!(dst, lhs, rhs, +),
+                Op::SubFloat { dst, lhs, rhs } => float_op!(dst, lhs, rhs, -),
+                Op::MulFloat { dst, lhs, rhs } => float_op!(dst, lhs, rhs, *),
+                Op::DivFloat { dst, lhs, rhs } => float_op!(dst, lhs, rhs, /),
+                Op::RemFloat { dst, lhs, rhs } => float_op!(dst, lhs, rhs, %),
+                Op::Arith { dst, lhs, rhs, op } => {
+                    let v = tri!(generic_arith(op, &r!(lhs), &r!(rhs)));
+                    r!(dst) = v;
+                }
+                Op::NegInt { dst, src } | Op::Neg { dst, src }
+                    if matches!(r!(src), Value::Int(_)) =>
+                {
+                    let v = if let Value::Int(n) = &r!(src) {
+                        n.checked_neg()
+                    } else {
+                        None
+                    };
+                    match v {
+                        Some(n) => r!(dst) = Value::Int(n),
+                        None => tri!(Err(Failure::error("integer overflow in negation"))),
+                    }
+                }
+                Op::NegFloat { dst, src } | Op::Neg { dst, src }
+                    if matches!(r!(src), Value::Float(_)) =>
+                {
+                    if let Value::Float(x) = r!(src) {
+                        r!(dst) = Value::Float(-x);
+                    }
+                }
+                Op::NegInt { src, .. } | Op::NegFloat { src, .. } | Op::Neg { src, .. } => {
+                    tri!(Err(kind_error("a number", &r!(src))))
+                }
+                Op::Not { dst, src } => {
+                    if let Value::Bool(b) = r!(src) {
+                        r!(dst) = Value::Bool(!b);
+                    } else {
+                        tri!(Err(kind_error("a Bool", &r!(src))))
+                    }
+                }
+                Op::LtInt { dst, lhs, rhs } => {
+                    cmp_op!(dst, lhs, rhs, (Value::Int(a), Value::Int(b)), a < b)
+                }
+                Op::LeInt { dst, lhs, rhs } => {
+                    cmp_op!(dst, lhs, rhs, (Value::Int(a), Value::Int(b)), a <= b)
+                }
+                Op::LtFloat { dst, lhs, rhs } => {
+                    cmp_op!(dst, lhs, rhs, (Value::Float(a), Value::Float(b)), a < b)
+                }
+                Op::LeFloat { dst, lhs, rhs } => {
+                    cmp_op!(dst, lhs, rhs, (Value::Float(a), Value::Float(b)), a <= b)
+                }
+                Op::LtStr { dst, lhs, rhs } => {
+                    cmp_op!(dst, lhs, rhs, (Value::Str(a), Value::Str(b)), a < b)
+                }
+                Op::LeStr { dst, lhs, rhs } => {
+                    cmp_op!(dst, lhs, rhs, (Value::Str(a), Value::Str(b)), a <= b)
+                }
+                Op::Lt { dst, lhs, rhs } => {
+                    let o = tri!(order(&r!(lhs), &r!(rhs)));
+                    r!(dst) = Value::Bool(o.is_lt());
+                }
+                Op::Le { dst, lhs, rhs } => {
+                    let o = tri!(order(&r!(lhs), &r!(rhs)));
+                    r!(dst) = Value::Bool(o.is_le());
+                }
+                Op::Eq { dst, lhs, rhs } => {
+                    let b = if let (Value::Int(a), Value::Int(b)) = (&r!(lhs), &r!(rhs)) {
+                        a == b
+                    } else {
+                        r!(lhs).equal(&r!(rhs))
+                    };
+                    r!(dst) = Value::Bool(b);
+                }
+                Op::Ne { dst, lhs, rhs } => {
+                    let b = !r!(lhs).equal(&r!(rhs));
+                    r!(dst) = Value::Bool(b);
+                }
+
+                Op::Jump { target } => {
+                    let t = target as usize;
+                    if t < pc {
+                        tri!(self.poll_cancel());
+                    }
+                    pc = t;
+                }
+                Op::JumpIfFalse { cond, target } => {
+                    if let Value::Bool(b) = r!(cond) {
+                        if !b {
+                            pc = target as usize;
+                        }
+                    } else {
+                        tri!(Err(kind_error("a Bool", &r!(cond))))
+                    }
+                }
+                Op::JumpIfNotTag { src, tag, target } => {
+                    let hit = match (&r!(src), &proto.consts[usize::from(tag.0)]) {
+                        (Value::Variant(v), Value::Str(t)) => *v.tag == ***t,
+                        _ => false,
+                    };
+                    if !hit {
+                        pc = target as usize;
+                    }
+                }
+                Op::Payload { dst, src } => {
+                    let v = if let Value::Variant(v) = &r!(src) {
+                        v.payload.clone().unwrap_or(Value::Unit)
+                    } else {
+                        Value::Unit
+                    };
+                    r!(dst) = v;
+                }
+                Op::NoArm { src } => tri!(Err(no_arm(&r!(src)))),
+
+                Op::MakeList { dst, start, n } => {
+                    let s = base + usize::from(start.0);
+                    let items = self.regs[s..s + usize::from(n)].to_vec();
+                    r!(dst) = Value::list(items);
+                }
+                Op::ListPush { list, src } => {
+                    let v = r!(src).clone();
+                    if let Value::List(items) = &mut r!(list) {
+                        Arc::make_mut(items).push(v);
+                    } else {
+                        tri!(Err(Failure::error("list-push on a non-list")))
+                    }
+                }
+                Op::ListExtend { list, src } => {
+                    let Value::List(more) = &r!(src) else {
+                        tri!(Err(kind_error("a List to spread", &r!(src))))
+                    };
+                    let more = more.clone();
+                    if let Value::List(items) = &mut r!(list) {
+                        Arc::make_mut(items).extend(more.iter().cloned());
+                    } else {
+                        tri!(Err(Failure::error("list-extend on a non-list")))
+                    }
+                }
+                Op::MakeRecord { dst, shape, start } => {
+                    let keys = proto.shapes[usize::from(shape)].clone();
+                    let s = base + usize::from(start.0);
+                    let vals = self.regs[s..s + keys.len()].to_vec();
+                    r!(dst) = Value::record(Record::from_parts(keys, vals));
+                }
+                Op::RecordSet { rec, key, src } => {
+                    let v = r!(src).clone();
+                    let key = &proto.consts[usize::from(key.0)];
+                    let new = match (&r!(rec), key) {
+                        (Value::Record(r), Value::Str(k)) => r.with(k, v),
+                        (other, _) => tri!(Err(kind_error("a record", other))),
+                    };
+                    r!(rec) = Value::record(new);
+                }
+                Op::MapNew { dst } => r!(dst) = Value::record(Record::empty()),
+                Op::MapSpread { map, src } => {
+                    let new = match (&r!(map), &r!(src)) {
+                        (Value::Record(m), Value::Record(s)) => {
+                            let mut m: Record = (**m).clone();
+                            for (k, v) in s.iter() {
+                                m = m.with(k, v.clone());
+                            }
+                            m
+                        }
+                        (_, other) => tri!(Err(kind_error("a map to spread", other))),
+                    };
+                    r!(map) = Value::record(new);
+                }
+                Op::MapInsert { map, key, src } => {
+                    let v = r!(src).clone();
+                    let new = match (&r!(map), &r!(key)) {
+                        (Value::Record(m), Value::Str(k)) => m.with(k, v),
+                        (_, other) => tri!(Err(kind_error("a String key", other))),
+                    };
+                    r!(map) = Value::record(new);
+                }
+                Op::MakeVariant { dst, tag, payload } => {
+                    let p = r!(payload).clone();
+                    let tag = tri!(const_str(proto, tag.0));
+                    r!(dst) = Value::variant(tag, Some(p));
+                }
+                Op::MakeTag { dst, tag } => {
+                    let tag = tri!(const_str(proto, tag.0));
+                    r!(dst) = Value::variant(tag, None);
+                }
+                Op::MakeClosure {
+                    dst,
+                    start,
+                    n,
+                    proto: p,
+                } => {
+                    let s = base + usize::from(start.0);
+                    let captures: Box<[Value]> = self.regs[s..s + usize::from(n)].into();
+                    let params = protos
+                        .get(p as usize)
+                        .map(|q| q.params.clone())
+                        .unwrap_or_else(|| Arc::from(Vec::new()));
+                    r!(dst) = Value::Func(Arc::new(Func::Closure {
+                        proto: p,
+                        captures,
+                        params,
+                    }));
+                }
+                Op::Interp { dst, start, n } => {
+                    let s = base + usize::from(start.0);
+                    let mut out = String::new();
+                    for v in &self.regs[s..s + usize::from(n)] {
+                        crate::display::write_text(&mut out, v);
+                    }
+                    r!(dst) = Value::str(out);
+                }
+
+                Op::IndexList { dst, base: b, key } | Op::IndexDyn { dst, base: b, key }
+                    if matches!((&r!(b), &r!(key)), (Value::List(_), Value::Int(_))) =>
+                {
+                    let v = match (&r!(b), &r!(key)) {
+                        (Value::List(items), Value::Int(i)) => {
+                            usize::try_from(*i).ok().and_then(|i| items.get(i)).cloned()
+                        }
+                        _ => None,
+                    };
+                    match v {
+                        Some(v) => r!(dst) = v,
+                        None => tri!(Err(index_error(&r!(b), &r!(key)))),
+                    }
+                }
+                Op::IndexMap { dst, base: b, key } | Op::IndexDyn { dst, base: b, key } => {
+                    let v = match (&r!(b), &r!(key)) {
+                        (Value::Record(m), Value::Str(k)) => m.get(k).cloned(),
+                        _ => None,
+                    };
+                    match v {
+                        Some(v) => r!(dst) = v,
+                        None => tri!(Err(index_error(&r!(b), &r!(key)))),
+                    }
+                }
+                Op::IndexList { base: b, key, .. } => {
+                    tri!(Err(index_error(&r!(b), &r!(key))))
+                }
+                Op::IndexField { dst, base: b, key } => {
+                    let v = match (&r!(b), &proto.consts[usize::from(key.0)]) {
+                        (Value::Record(m), Value::Str(k)) => m.get(k).cloned(),
+                        _ => None,
+                    };
+                    match v {
+                        Some(v) => r!(dst) = v,
+                        None => tri!(Err(index_error(&r!(b), &proto.consts[usize::from(key.0)]))),
+                    }
+                }
+                Op::MatchList { src, n, rest } => {
+                    let ok = if let Value::List(items) = &r!(src) {
+                        items.len() == usize::from(n) || (rest && items.len() > usize::from(n))
+                    } else {
+                        false
+                    };
+                    if !ok {
+                        tri!(Err(pattern_error(&r!(src), n, rest)));
+                    }
+                }
+                Op::ListAt { dst, src, idx } => {
+                    let v = if let Value::List(items) = &r!(src) {
+                        items.get(usize::from(idx)).cloned()
+                    } else {
+                        None
+                    };
+                    r!(dst) = v.unwrap_or_default();
+                }
+                Op::ListFrom { dst, src, from } => {
+                    let v = if let Value::List(items) = &r!(src) {
+                        items.get(usize::from(from)..).unwrap_or(&[]).to_vec()
+                    } else {
+                        Vec::new()
+                    };
+                    r!(dst) = Value::list(v);
+                }
+
+                Op::Call {
+                    func,
+                    args,
+                    argc,
+                    dst,
+                } => {
+                    tri!(self.poll_cancel());
+                    let mut fast = None;
+                    if let Value::Func(f) = &r!(func) {
+                        if let Func::Closure { proto: p, .. } = &**f {
+                            if protos[*p as usize].n_params == argc {
+                                fast = Some(*p);
+                            }
+                        }
+                    }
+                    save!();
+                    if let Some(p) = fast {
+                        // A temporary head is dead after the call: move it
+                        // into the frame instead of bumping its refcount.
+                        let env = if func.0 >= proto.n_locals {
+                            std::mem::take(&mut r!(func))
+                        } else {
+                            r!(func).clone()
+                        };
+                        let Value::Func(env) = env else {
+                            return Err(Failure::error("call head changed").into());
+                        };
+                        if self.frames.len() >= self.max_depth {
+                            return Err(depth_exceeded(self.max_depth).into());
+                        }
+                        let nb = base + usize::from(args.0);
+                        let need = nb + usize::from(protos[p as usize].n_regs);
+                        if self.regs.len() < need {
+                            self.regs.resize(need, Value::Unit);
+                        }
+                        self.frames.push(Frame {
+                            proto: p,
+                            pc: 0,
+                            base: nb as u32,
+                            ret: dst,
+                            env: Some(env),
+                            extra: None,
+                        });
+                        reload!();
+                    } else {
+                        let f = r!(func).clone();
+                        let a = self.take_args(base + usize::from(args.0), usize::from(argc));
+                        let mode = Mode::Push {
+                            base: base + usize::from(args.0),
+                            ret: dst,
+                        };
+                        let res = self.apply(f, a, mode)?;
+                        applied!(res, false, dst);
+                    }
+                }
+                Op::CallSpread { func, list, dst } => {
+                    tri!(self.poll_cancel());
+                    save!();
+                    let f = r!(func).clone();
+                    let a = tri!(spread_args(&r!(list)));
+                    let mode = Mode::Push {
+                        base: base + usize::from(list.0),
+                        ret: dst,
+                    };
+                    let res = self.apply(f, a, mode)?;
+                    applied!(res, false, dst);
+                }
+                Op::TailCallSpread { func, list } => {
+                    tri!(self.poll_cancel());
+                    save!();
+                    let f = r!(func).clone();
+                    let a = tri!(spread_args(&r!(list)));
+                    let res = self.apply(f, a, Mode::Tail)?;
+                    applied!(res, true, Reg(0));
+                }
+                Op::TailCall { func, args, argc } => {
+                    tri!(self.poll_cancel());
+                    save!();
+                    let mut fast = None;
+                    if let Value::Func(f) = &r!(func) {
+                        if let Func::Closure { proto: p, .. } = &**f {
+                            if protos[*p as usize].n_params == argc {
+                                fast = Some((*p, f.clone()));
+                            }
+                        }
+                    }
+                    if let Some((p, env)) = fast {
+                        // Arguments move down to the window's start; the
+                        // frame is reused, so tail recursion holds constant
+                        // memory.
+                        let a = base + usize::from(args.0);
+                        for i in 0..usize::from(argc) {
+                            let v = std::mem::take(&mut self.regs[a + i]);
+                            self.regs[base + i] = v;
+                        }
+                        let need = base + usize::from(protos[p as usize].n_regs);
+                        if self.regs.len() < need {
+                            self.regs.resize(need, Value::Unit);
+                        }
+                        let frame = &mut self.frames[fi];
+                        frame.proto = p;
+                        frame.pc = 0;
+                        frame.env = Some(env);
+                        reload!();
+                        continue;
+                    }
+                    let f = r!(func).clone();
+                    let a = self.take_args(base + usize::from(args.0), usize::from(argc));
+                    let res = self.apply(f, a, Mode::Tail)?;
+                    applied!(res, true, Reg(0));
+                }
+                Op::CallBuiltin {
+                    builtin,
+                    args,
+                    argc,
+                    dst,
+                } => {
+                    tri!(self.poll_cancel());
+                    save!();
+                    let Some(def) = registry().get(usize::from(builtin)) else {
+                        return Err(Failure::error("unknown builtin").into());
+                    };
+                    let mut scratch = std::mem::take(&mut self.scratch);
+                    let s = base + usize::from(args.0);
+                    scratch.extend(
+                        self.regs[s..s + usize::from(argc)]
+                            .iter_mut()
+                            .map(std::mem::take),
+                    );
+                    let res = (def.func)(self, &scratch);
+                    scratch.clear();
+                    self.scratch = scratch;
+                    let v = res?;
+                    r!(dst) = v;
+                }
+                Op::CallSibling {
+                    member,
+                    args,
+                    argc,
+                    dst,
+                } => {
+                    tri!(self.poll_cancel());
+                    save!();
+                    let p = tri!(proto
+                        .siblings
+                        .get(usize::from(member))
+                        .copied()
+                        .ok_or_else(|| Failure::error("sibling out of range")));
+                    if protos[p as usize].n_params == argc {
+                        if self.frames.len() >= self.max_depth {
+                            return Err(depth_exceeded(self.max_depth).into());
+                        }
+                        let env = self.frames[fi].env.clone();
+                        let nb = base + usize::from(args.0);
+                        let need = nb + usize::from(protos[p as usize].n_regs);
+                        if self.regs.len() < need {
+                            self.regs.resize(need, Value::Unit);
+                        }
+                        self.frames.push(Frame {
+                            proto: p,
+                            pc: 0,
+                            base: nb as u32,
+                            ret: dst,
+                            env,
+                            extra: None,
+                        });
+                        reload!();
+                    } else {
+                        let f = self.sibling(&protos, proto, fi, member)?;
+                        let a = self.take_args(base + usize::from(args.0), usize::from(argc));
+                        let mode = Mode::Push {
+                            base: base + usize::from(args.0),
+                            ret: dst,
+                        };
+                        let res = self.apply(f, a, mode)?;
+                        applied!(res, false, dst);
+                    }
+                }
+                Op::TailCallSibling { member, args, argc } => {
+                    tri!(self.poll_cancel());
+                    save!();
+                    let f = self.sibling(&protos, proto, fi, member)?;
+                    let a = self.take_args(base + usize::from(args.0), usize::from(argc));
+                    let res = self.apply(f, a, Mode::Tail)?;
+                    applied!(res, true, Reg(0));
+                }
+                Op::Return { src } => {
+                    let v = std::mem::take(&mut r!(src));
+                    ret!(v)
+                }
+                Op::Exit { src } => {
+                    save!();
+                    let status = if let Value::Int(n) = r!(src) {
+                        i32::try_from(n).unwrap_or(i32::MAX)
+                    } else {
+                        1
+                    };
+                    return Err(Escape::Exit(status));
+                }
+                Op::PushTry { err, target } => self.handlers.push(Handler {
+                    frame: self.frames.len(),
+                    target,
+                    err: Some(err),
+                    captures: self.captures.len(),
+                }),
+                Op::PushChain { target } => self.handlers.push(Handler {
+                    frame: self.frames.len(),
+                    target,
+                    err: None,
+                    captures: self.captures.len(),
+                }),
+                Op::PopHandler => {
+                    self.handlers.pop();
+                }
+                Op::CaptureBegin => self.captures.push(Vec::new()),
+                Op::CaptureEnd { dst } => {
+                    let bytes = self.captures.pop().unwrap_or_default();
+                    let v = tri!(decode_capture(bytes));
+                    r!(dst) = v;
+                }
+                Op::Unsupported { feature } => tri!(Err(Failure::error(format!(
+                    "{} is not supported by this VM yet",
+                    feature.name()
+                )))),
+            }
+        }
+    }
+
+    /// Member `member` of the running closure's group, as a closure value.
+    fn sibling(
+        &self,
+        protos: &[Arc<Proto>],
+        proto: &Proto,
+        fi: usize,
+        member: u16,
+    ) -> Result<Value, Failure> {
+        let p = proto
+            .siblings
+            .get(usize::from(member))
+            .copied()
+            .ok_or_else(|| Failure::error("sibling out of range"))?;
+        let captures = match self.frames.get(fi).and_then(|f| f.env.as_deref()) {
+            Some(Func::Closure { captures, .. }) => captures.clone(),
+            _ => Box::new([]),
+        };
+        let params = protos
+            .get(p as usize)
+            .map(|q| q.params.clone())
+            .unwrap_or_else(|| Arc::from(Vec::new()));
+        Ok(Value::Func(Arc::new(Func::Closure {
+            proto: p,
+            captures,
+            params,
+        })))
+    }
+
+    #[cold]
+    fn undefined(&self, slot: u32) -> Failure {
+        let name = self
+            .mobile
+            .scope
+            .names()
+            .find(|n| self.mobile.scope.lookup(n) == Some(SlotId(slot)));
+        match name {
+            Some(n) => Failure::error(format!("`{n}` is not defined")),
+            None => Failure::error(format!(
+                "session binding g{slot} is not defined (not yet run, or removed)"
+            )),
+        }
+    }
+}
+
+impl Ctx for Vm {
+    fn call(&mut self, func: &Value, args: &[Value]) -> Result<Value, Failure> {
+        match self.call_value(func.clone(), args.to_vec()) {
+            Ok(v) => Ok(v),
+            Err(Escape::Fail(f)) => Err(f),
+            Err(Escape::Exit(status)) => {
+                // Carried past the builtin, which only knows failures; the
+                // loop turns it back into an exit.
+                self.pending_exit = Some(status);
+                Err(Failure::error("exit"))
+            }
+        }
+    }
+
+    fn write(&mut self, bytes: &[u8]) -> Result<(), Failure> {
+        if let Some(buf) = self.captures.last_mut() {
+            buf.extend_from_slice(bytes);
+            return Ok(());
+        }
+        match &mut self.stdout {
+            Stdout::Buffer(b) => {
+                b.extend_from_slice(bytes);
+                Ok(())
+            }
+            Stdout::Inherit => {
+                use std::io::Write;
+                std::io::stdout()
+                    .write_all(bytes)
+                    .map_err(|e| Failure::error(format!("write: {e}")))
+            }
+        }
+    }
+
+    fn poll(&mut self) -> Result<(), Failure> {
+        self.poll_cancel()
+    }
+}
+
+// ---- cold helpers ----
+
+#[cold]
+fn depth_exceeded(limit: usize) -> Failure {
+    Failure::error(format!("recursion depth limit ({limit} frames) exceeded"))
+}
+
+#[cold]
+fn unavailable_builtin(id: u16) -> Failure {
+    let name = ral_types::builtin_table()
+        .entry(ral_types::BuiltinId(id))
+        .map_or("?", |b| b.name);
+    Failure::error(format!("builtin `{name}` is not available in this VM yet"))
+}
+
+#[cold]
+fn kind_error(expected: &str, got: &Value) -> Failure {
+    Failure::error(format!("expected {expected}, got {}", got.kind_name()))
+}
+
+#[cold]
+fn kind_error2(expected: &str, a: &Value, b: &Value) -> Failure {
+    Failure::error(format!(
+        "expected {expected}, got {} and {}",
+        a.kind_name(),
+        b.kind_name()
+    ))
+}
+
+#[cold]
+fn int_error(sym: &str, a: &Value, b: &Value) -> Failure {
+    if matches!((sym, b), ("/" | "%", Value::Int(0))) {
+        return Failure::error("division by zero");
+    }
+    Failure::error(format!(
+        "integer overflow: {} {sym} {}",
+        crate::display::to_text(a),
+        crate::display::to_text(b)
+    ))
+}
+
+fn finite(x: f64) -> Result<Value, Failure> {
+    if x.is_finite() {
+        Ok(Value::Float(x))
+    } else {
+        Err(non_finite(x))
+    }
+}
+
+#[cold]
+fn non_finite(x: f64) -> Failure {
+    Failure::error(format!("arithmetic produced a non-finite float ({x})"))
+}
+
+#[cold]
+fn generic_arith(op: ArithCode, a: &Value, b: &Value) -> Result<Value, Failure> {
+    match (a, b) {
+        (Value::Int(x), Value::Int(y)) => {
+            let (r, sym) = match op {
+                ArithCode::Add => (x.checked_add(*y), "+"),
+                ArithCode::Sub => (x.checked_sub(*y), "-"),
+                ArithCode::Mul => (x.checked_mul(*y), "*"),
+                ArithCode::Div => (x.checked_div(*y), "/"),
+                ArithCode::Rem => (x.checked_rem(*y), "%"),
+            };
+            r.map(Value::Int).ok_or_else(|| int_error(sym, a, b))
+        }
+        (Value::Float(x), Value::Float(y)) => finite(match op {
+            ArithCode::Add => x + y,
+            ArithCode::Sub => x - y,
+            ArithCode::Mul => x * y,
+            ArithCode::Div => x / y,
+            ArithCode::Rem => x % y,
+        }),
+        _ => Err(kind_error2("two Ints or two Floats", a, b)),
+    }
+}
+
+fn order(a: &Value, b: &Value) -> Result<std::cmp::Ordering, Failure> {
+    a.compare(b)
+        .ok_or_else(|| kind_error2("two Ints, two Floats or two Strings", a, b))
+}
+
+fn const_str(proto: &Proto, k: u16) -> Result<Arc<str>, Failure> {
+    match proto.consts.get(usize::from(k)) {
+        Some(Value::Str(s)) => Ok(Arc::from(s.as_str())),
+        _ => Err(Failure::error("tag constant is not a string")),
+    }
+}
+
+#[cold]
+fn no_arm(v: &Value) -> Failure {
+    if let Value::Variant(v) = v {
+        Failure::error(format!("no case arm for tag `{}", v.tag))
+    } else {
+        kind_error("a variant", v)
+    }
+}
+
+#[cold]
+fn index_error(base: &Value, key: &Value) -> Failure {
+    match (base, key) {
+        (Value::List(items), Value::Int(i)) => Failure::error(format!(
+            "index {i} out of range for a list of {} items",
+            items.len()
+        )),
+        (Value::Record(_), Value::Str(k)) => Failure::error(format!("no key `{k}`")),
+        (b, k) => Failure::error(format!(
+            "cannot index {} by {}",
+            b.kind_name(),
+            k.kind_name()
+        )),
+    }
+}
+
+#[cold]
+fn pattern_error(v: &Value, n: u8, rest: bool) -> Failure {
+    let want = if rest {
+        format!("at least {n} items")
+    } else {
+        format!("exactly {n} items")
+    };
+    let got = if let Value::List(items) = v {
+        format!("{} items", items.len())
+    } else {
+        v.kind_name().to_owned()
+    };
+    Failure::error(format!(
+        "pattern mismatch: expected a list of {want}, got {got}"
+    ))
+}
+
+fn spread_args(list: &Value) -> Result<Vec<Value>, Failure> {
+    if let Value::List(items) = list {
+        Ok(items.to_vec())
+    } else {
+        Err(kind_error("a List of arguments", list))
+    }
+}
+
+fn decode_capture(bytes: Vec<u8>) -> Result<Value, Failure> {
+    match String::from_utf8(bytes) {
+        Ok(mut s) => {
+            let keep = crate::codec::lines::strip_one_newline(&s).len();
+            s.truncate(keep);
+            Ok(Value::str(s))
+        }
+        Err(e) => Err(Failure::error(format!(
+            "captured output is not valid UTF-8 (at byte {})",
+            e.utf8_error().valid_up_to()
+        ))),
+    }
+}
+
+/// The record a `try` handler receives (§17.7).
+pub fn error_record(f: &Failure) -> Value {
+    let reason = match f.reason {
+        Reason::Exited(n) => Value::variant("exited", Some(Value::Int(i64::from(n)))),
+        Reason::Signaled(n) => Value::variant("signaled", Some(Value::Int(i64::from(n)))),
+        Reason::Cancelled(c) => {
+            let cause = match c {
+                Cause::ReaderGone => "reader-gone",
+                Cause::Interrupted => "interrupted",
+                Cause::Cancelled => "cancelled",
+                Cause::TimedOut => "timed-out",
+                Cause::Terminated => "terminated",
+                Cause::Aborted => "aborted",
+            };
+            Value::variant("cancelled", Some(Value::variant(cause, None)))
+        }
+        Reason::NotFound => Value::variant("not-found", None),
+        Reason::NotRunnable => Value::variant("not-runnable", None),
+        Reason::Raised => Value::variant("raised", None),
+    };
+    Value::record(Record::from_entries(vec![
+        (
+            "cmd".into(),
+            Value::str(f.cmd.as_deref().unwrap_or("<runtime>")),
+        ),
+        ("status".into(), Value::Int(i64::from(f.status))),
+        ("reason".into(), reason),
+        ("message".into(), Value::str(f.message.as_str())),
+        ("site".into(), Value::variant("none", None)),
+    ]))
+}

@@ -1,0 +1,576 @@
+//! The register bytecode: [`Op`], [`Proto`] and the disassembler.
+//!
+//! Notation in the variant docs: `r[x]` is register `x` of the current frame,
+//! `k[x]` constant `x` of the current proto, `g[x]` session slot `x`.
+//! Registers are frame-relative [`Reg`]s; a call's arguments sit in
+//! consecutive registers `r[args..args+argc]` and become the callee's
+//! `r[0..argc]` (the callee's window starts there, so no copy is made).
+//! Jump targets are absolute code indices.
+//!
+//! Deviation from STYLE §3.3: `r0` is the first parameter, not a pipeline
+//! input (pipelines are not compiled yet).
+
+use std::fmt::Write as _;
+
+use ral_syntax::Span;
+
+use crate::value::{Keys, Value};
+
+/// A frame-relative register.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Reg(pub u8);
+
+/// An index into the proto's constant pool.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ConstIdx(pub u16);
+
+/// An arithmetic operation of the generic [`Op::Arith`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ArithCode {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Rem,
+}
+
+/// A language feature this VM does not run yet; [`Op::Unsupported`] fails
+/// naming it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Feature {
+    /// External commands and command dispatch (`Exec`).
+    Exec,
+    Within,
+    Grant,
+    Audit,
+    Pipeline,
+    Redirect,
+    Guard,
+    /// A `Sibling` reference outside the group's own members.
+    NestedSibling,
+}
+
+impl Feature {
+    /// The feature's name for the runtime error.
+    pub fn name(self) -> &'static str {
+        match self {
+            Feature::Exec => "running commands (external programs and command dispatch)",
+            Feature::Within => "`within`",
+            Feature::Grant => "`grant`",
+            Feature::Audit => "`audit`",
+            Feature::Pipeline => "pipelines",
+            Feature::Redirect => "redirects",
+            Feature::Guard => "`guard`",
+            Feature::NestedSibling => "a recursive-group member referenced from a nested block",
+        }
+    }
+}
+
+/// One instruction. See the module docs for the notation.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Op {
+    /// `r[dst] := k[k]`.
+    LoadConst { dst: Reg, k: ConstIdx },
+    /// `r[dst] := value` (an Int immediate).
+    LoadInt { dst: Reg, value: i32 },
+    /// `r[dst] := ()`.
+    LoadUnit { dst: Reg },
+    /// `r[dst] := value` (a Bool).
+    LoadBool { dst: Reg, value: bool },
+    /// `r[dst] := r[src]` (a clone: a refcount bump at most).
+    Copy { dst: Reg, src: Reg },
+    /// `r[dst] := captures[idx]` of the running closure.
+    LoadCapture { dst: Reg, idx: u16 },
+    /// `r[dst] :=` member `member` of the running closure's recursive group,
+    /// made from the running closure's captures.
+    LoadSibling { dst: Reg, member: u16 },
+    /// `r[dst] :=` the builtin with table id `id`, unapplied.
+    LoadBuiltin { dst: Reg, id: u16 },
+    /// `r[dst] := $SCRIPT`.
+    LoadScript { dst: Reg },
+    /// `r[dst] :=` the home directory (`~` in interpolation).
+    LoadHome { dst: Reg },
+    /// `r[dst] := g[slot]`; an empty slot fails ("not defined").
+    GetGlobal { dst: Reg, slot: u32 },
+    /// Installs `r[src]` under the name `k[name]` (the §5.6 chokepoint).
+    Define { src: Reg, name: ConstIdx },
+
+    /// `r[dst] := r[lhs] + r[rhs]`; Ints; overflow fails.
+    AddInt { dst: Reg, lhs: Reg, rhs: Reg },
+    /// `r[dst] := r[lhs] - r[rhs]`; Ints; overflow fails.
+    SubInt { dst: Reg, lhs: Reg, rhs: Reg },
+    /// `r[dst] := r[lhs] * r[rhs]`; Ints; overflow fails.
+    MulInt { dst: Reg, lhs: Reg, rhs: Reg },
+    /// `r[dst] := r[lhs] / r[rhs]`; Ints, truncating; zero and overflow fail.
+    DivInt { dst: Reg, lhs: Reg, rhs: Reg },
+    /// `r[dst] := r[lhs] % r[rhs]`; Ints, sign of `lhs`; zero fails.
+    RemInt { dst: Reg, lhs: Reg, rhs: Reg },
+    /// `r[dst] := r[lhs] + r[rhs]`; Floats; a non-finite result fails.
+    AddFloat { dst: Reg, lhs: Reg, rhs: Reg },
+    /// `r[dst] := r[lhs] - r[rhs]`; Floats; a non-finite result fails.
+    SubFloat { dst: Reg, lhs: Reg, rhs: Reg },
+    /// `r[dst] := r[lhs] * r[rhs]`; Floats; a non-finite result fails.
+    MulFloat { dst: Reg, lhs: Reg, rhs: Reg },
+    /// `r[dst] := r[lhs] / r[rhs]`; Floats; a non-finite result fails.
+    DivFloat { dst: Reg, lhs: Reg, rhs: Reg },
+    /// `r[dst] := r[lhs] % r[rhs]`; Floats; a non-finite result fails.
+    RemFloat { dst: Reg, lhs: Reg, rhs: Reg },
+    /// `r[dst] := r[lhs] op r[rhs]` on two Ints or two Floats, by run-time kind.
+    Arith {
+        dst: Reg,
+        lhs: Reg,
+        rhs: Reg,
+        op: ArithCode,
+    },
+    /// `r[dst] := -r[src]`; Int; overflow fails.
+    NegInt { dst: Reg, src: Reg },
+    /// `r[dst] := -r[src]`; Float.
+    NegFloat { dst: Reg, src: Reg },
+    /// `r[dst] := -r[src]`; Int or Float by run-time kind.
+    Neg { dst: Reg, src: Reg },
+    /// `r[dst] := not r[src]`.
+    Not { dst: Reg, src: Reg },
+    /// `r[dst] := r[lhs] < r[rhs]`; Ints.
+    LtInt { dst: Reg, lhs: Reg, rhs: Reg },
+    /// `r[dst] := r[lhs] <= r[rhs]`; Ints.
+    LeInt { dst: Reg, lhs: Reg, rhs: Reg },
+    /// `r[dst] := r[lhs] < r[rhs]`; Floats.
+    LtFloat { dst: Reg, lhs: Reg, rhs: Reg },
+    /// `r[dst] := r[lhs] <= r[rhs]`; Floats.
+    LeFloat { dst: Reg, lhs: Reg, rhs: Reg },
+    /// `r[dst] := r[lhs] < r[rhs]`; Strings by code point.
+    LtStr { dst: Reg, lhs: Reg, rhs: Reg },
+    /// `r[dst] := r[lhs] <= r[rhs]`; Strings by code point.
+    LeStr { dst: Reg, lhs: Reg, rhs: Reg },
+    /// `r[dst] := r[lhs] < r[rhs]` by run-time kind; incomparable fails.
+    Lt { dst: Reg, lhs: Reg, rhs: Reg },
+    /// `r[dst] := r[lhs] <= r[rhs]` by run-time kind; incomparable fails.
+    Le { dst: Reg, lhs: Reg, rhs: Reg },
+    /// `r[dst] := r[lhs] == r[rhs]` (structural).
+    Eq { dst: Reg, lhs: Reg, rhs: Reg },
+    /// `r[dst] := r[lhs] != r[rhs]` (structural).
+    Ne { dst: Reg, lhs: Reg, rhs: Reg },
+
+    /// `pc := target`; a backward jump polls for cancellation.
+    Jump { target: u32 },
+    /// `if not r[cond] then pc := target`.
+    JumpIfFalse { cond: Reg, target: u32 },
+    /// `if r[src] is not a variant tagged k[tag] then pc := target`.
+    JumpIfNotTag {
+        src: Reg,
+        tag: ConstIdx,
+        target: u32,
+    },
+    /// `r[dst] :=` the payload of variant `r[src]` (`()` if none).
+    Payload { dst: Reg, src: Reg },
+    /// Fails: no `case` arm matched the tag of `r[src]`.
+    NoArm { src: Reg },
+
+    /// `r[dst] := [r[start..start+n]]`.
+    MakeList { dst: Reg, start: Reg, n: u8 },
+    /// Appends `r[src]` to the list in `r[list]` (in place when unshared).
+    ListPush { list: Reg, src: Reg },
+    /// Appends the items of list `r[src]` to the list in `r[list]`.
+    ListExtend { list: Reg, src: Reg },
+    /// `r[dst] :=` record of shape `shapes[shape]` with values
+    /// `r[start..start+len]` in sorted key order.
+    MakeRecord { dst: Reg, shape: u16, start: Reg },
+    /// `r[rec] := r[rec]` with field `k[key]` set to `r[src]`.
+    RecordSet { rec: Reg, key: ConstIdx, src: Reg },
+    /// `r[dst] := [:]`.
+    MapNew { dst: Reg },
+    /// `r[map] := r[map]` with every entry of `r[src]` set (later wins).
+    MapSpread { map: Reg, src: Reg },
+    /// `r[map] := r[map]` with key `r[key]` (a String) set to `r[src]`.
+    MapInsert { map: Reg, key: Reg, src: Reg },
+    /// `r[dst] := `k[tag] r[payload]`.
+    MakeVariant {
+        dst: Reg,
+        tag: ConstIdx,
+        payload: Reg,
+    },
+    /// `r[dst] := `k[tag]` (no payload).
+    MakeTag { dst: Reg, tag: ConstIdx },
+    /// `r[dst] :=` closure of program proto `proto` capturing
+    /// `r[start..start+n]`.
+    MakeClosure {
+        dst: Reg,
+        start: Reg,
+        n: u8,
+        proto: u32,
+    },
+    /// `r[dst] :=` the texts of `r[start..start+n]` joined.
+    Interp { dst: Reg, start: Reg, n: u8 },
+
+    /// `r[dst] := r[base][r[key]]` on a List by Int; out of range fails.
+    IndexList { dst: Reg, base: Reg, key: Reg },
+    /// `r[dst] := r[base].k[key]`; a missing field fails.
+    IndexField { dst: Reg, base: Reg, key: ConstIdx },
+    /// `r[dst] := r[base][r[key]]` on a map by String; a missing key fails.
+    IndexMap { dst: Reg, base: Reg, key: Reg },
+    /// `r[dst] := r[base][r[key]]` by the run-time kinds.
+    IndexDyn { dst: Reg, base: Reg, key: Reg },
+    /// Fails unless `r[src]` is a List of exactly `n` items (at least `n`
+    /// when `rest`).
+    MatchList { src: Reg, n: u8, rest: bool },
+    /// `r[dst] := r[src][idx]` (shape already checked by `MatchList`).
+    ListAt { dst: Reg, src: Reg, idx: u8 },
+    /// `r[dst] := r[src][from..]`.
+    ListFrom { dst: Reg, src: Reg, from: u8 },
+
+    /// `r[dst] := r[func](r[args..args+argc])`: a closure pushes a frame;
+    /// a builtin runs through the registry; partial and over-application
+    /// per §5.4.
+    Call {
+        func: Reg,
+        args: Reg,
+        argc: u8,
+        dst: Reg,
+    },
+    /// `r[dst] := r[func](items of list r[list]...)` (a call with spreads).
+    CallSpread { func: Reg, list: Reg, dst: Reg },
+    /// `return r[func](items of list r[list]...)`, reusing the frame.
+    TailCallSpread { func: Reg, list: Reg },
+    /// `return r[func](r[args..args+argc])`, reusing the frame.
+    TailCall { func: Reg, args: Reg, argc: u8 },
+    /// `r[dst] := registry[builtin](r[args..args+argc])`, the builtin fixed at
+    /// compile time (`builtin` indexes the VM registry).
+    CallBuiltin {
+        builtin: u16,
+        args: Reg,
+        argc: u8,
+        dst: Reg,
+    },
+    /// `r[dst] :=` group member `member` applied to `r[args..args+argc]`,
+    /// sharing the running closure's captures (no closure is built).
+    CallSibling {
+        member: u16,
+        args: Reg,
+        argc: u8,
+        dst: Reg,
+    },
+    /// As `CallSibling`, reusing the frame.
+    TailCallSibling { member: u16, args: Reg, argc: u8 },
+    /// Returns `r[src]` to the caller.
+    Return { src: Reg },
+    /// Ends the program with status `r[src]`; `try` and `?` do not catch it.
+    Exit { src: Reg },
+
+    /// Installs a `try` handler: a failure until the matching `PopHandler`
+    /// unwinds here, puts the error record in `r[err]` and jumps to `target`.
+    PushTry { err: Reg, target: u32 },
+    /// Installs a `?` alternative: a failure jumps to `target`.
+    PushChain { target: u32 },
+    /// Removes the innermost handler (the body succeeded).
+    PopHandler,
+    /// Starts capturing output into a fresh buffer.
+    CaptureBegin,
+    /// `r[dst] :=` the captured bytes as strict UTF-8 with one final newline
+    /// removed; restores the previous sink.
+    CaptureEnd { dst: Reg },
+    /// Fails: the feature is not supported by this VM yet.
+    Unsupported { feature: Feature },
+}
+
+const _: () = assert!(std::mem::size_of::<Op>() <= 8);
+
+/// A compiled function.
+#[derive(Debug, Default)]
+pub struct Proto {
+    /// For traces and the disassembly.
+    pub name: String,
+    /// How many parameters it takes (they arrive in `r[0..n_params]`).
+    pub n_params: u8,
+    /// Registers `r[0..n_locals]` hold locals; the rest are temporaries
+    /// (a call moves a temporary head instead of cloning it).
+    pub n_locals: u8,
+    /// Register high-water mark.
+    pub n_regs: u16,
+    pub code: Vec<Op>,
+    /// Deduplicated constants.
+    pub consts: Vec<Value>,
+    /// Record shapes of static record literals.
+    pub shapes: Vec<Keys>,
+    /// Program proto of each member of the recursive group this function
+    /// belongs to (empty if none).
+    pub siblings: Vec<u32>,
+    /// Parameter names for display.
+    pub params: std::sync::Arc<[String]>,
+    /// `spans[pc]` is the source of `code[pc]`; the loop never reads it.
+    pub spans: Vec<Span>,
+}
+
+impl Op {
+    /// The instruction's mnemonic.
+    pub fn mnemonic(&self) -> &'static str {
+        match self {
+            Op::LoadConst { .. } => "load-const",
+            Op::LoadInt { .. } => "load-int",
+            Op::LoadUnit { .. } => "load-unit",
+            Op::LoadBool { .. } => "load-bool",
+            Op::Copy { .. } => "copy",
+            Op::LoadCapture { .. } => "load-capture",
+            Op::LoadSibling { .. } => "load-sibling",
+            Op::LoadBuiltin { .. } => "load-builtin",
+            Op::LoadScript { .. } => "load-script",
+            Op::LoadHome { .. } => "load-home",
+            Op::GetGlobal { .. } => "get-global",
+            Op::Define { .. } => "define",
+            Op::AddInt { .. } => "add-int",
+            Op::SubInt { .. } => "sub-int",
+            Op::MulInt { .. } => "mul-int",
+            Op::DivInt { .. } => "div-int",
+            Op::RemInt { .. } => "rem-int",
+            Op::AddFloat { .. } => "add-float",
+            Op::SubFloat { .. } => "sub-float",
+            Op::MulFloat { .. } => "mul-float",
+            Op::DivFloat { .. } => "div-float",
+            Op::RemFloat { .. } => "rem-float",
+            Op::Arith { .. } => "arith",
+            Op::NegInt { .. } => "neg-int",
+            Op::NegFloat { .. } => "neg-float",
+            Op::Neg { .. } => "neg",
+            Op::Not { .. } => "not",
+            Op::LtInt { .. } => "lt-int",
+            Op::LeInt { .. } => "le-int",
+            Op::LtFloat { .. } => "lt-float",
+            Op::LeFloat { .. } => "le-float",
+            Op::LtStr { .. } => "lt-str",
+            Op::LeStr { .. } => "le-str",
+            Op::Lt { .. } => "lt",
+            Op::Le { .. } => "le",
+            Op::Eq { .. } => "eq",
+            Op::Ne { .. } => "ne",
+            Op::Jump { .. } => "jump",
+            Op::JumpIfFalse { .. } => "jump-if-false",
+            Op::JumpIfNotTag { .. } => "jump-if-not-tag",
+            Op::Payload { .. } => "payload",
+            Op::NoArm { .. } => "no-arm",
+            Op::MakeList { .. } => "make-list",
+            Op::ListPush { .. } => "list-push",
+            Op::ListExtend { .. } => "list-extend",
+            Op::MakeRecord { .. } => "make-record",
+            Op::RecordSet { .. } => "record-set",
+            Op::MapNew { .. } => "map-new",
+            Op::MapSpread { .. } => "map-spread",
+            Op::MapInsert { .. } => "map-insert",
+            Op::MakeVariant { .. } => "make-variant",
+            Op::MakeTag { .. } => "make-tag",
+            Op::MakeClosure { .. } => "make-closure",
+            Op::Interp { .. } => "interp",
+            Op::IndexList { .. } => "index-list",
+            Op::IndexField { .. } => "index-field",
+            Op::IndexMap { .. } => "index-map",
+            Op::IndexDyn { .. } => "index-dyn",
+            Op::MatchList { .. } => "match-list",
+            Op::ListAt { .. } => "list-at",
+            Op::ListFrom { .. } => "list-from",
+            Op::Call { .. } => "call",
+            Op::TailCall { .. } => "tail-call",
+            Op::CallSpread { .. } => "call-spread",
+            Op::TailCallSpread { .. } => "tail-call-spread",
+            Op::CallBuiltin { .. } => "call-builtin",
+            Op::CallSibling { .. } => "call-sibling",
+            Op::TailCallSibling { .. } => "tail-call-sibling",
+            Op::Return { .. } => "return",
+            Op::Exit { .. } => "exit",
+            Op::PushTry { .. } => "push-try",
+            Op::PushChain { .. } => "push-chain",
+            Op::PopHandler => "pop-handler",
+            Op::CaptureBegin => "capture-begin",
+            Op::CaptureEnd { .. } => "capture-end",
+            Op::Unsupported { .. } => "unsupported",
+        }
+    }
+
+    /// The operands as text (`r1, k0`), and a comment naming constants.
+    pub fn operands(&self, proto: &Proto) -> (String, String) {
+        let r = |r: &Reg| format!("r{}", r.0);
+        let range = |s: &Reg, n: u8| format!("r{}..r{}", s.0, u16::from(s.0) + u16::from(n));
+        let kc = |k: &ConstIdx| {
+            proto
+                .consts
+                .get(usize::from(k.0))
+                .map(|v| crate::display::render(v, &Default::default()))
+                .unwrap_or_default()
+        };
+        let bin = |d: &Reg, a: &Reg, b: &Reg| format!("{}, {}, {}", r(d), r(a), r(b));
+        let none = String::new;
+        match self {
+            Op::LoadConst { dst, k } => (format!("{}, k{}", r(dst), k.0), kc(k)),
+            Op::LoadInt { dst, value } => (format!("{}, {value}", r(dst)), none()),
+            Op::LoadUnit { dst }
+            | Op::LoadScript { dst }
+            | Op::LoadHome { dst }
+            | Op::MapNew { dst }
+            | Op::CaptureEnd { dst } => (r(dst), none()),
+            Op::LoadBool { dst, value } => (format!("{}, {value}", r(dst)), none()),
+            Op::Copy { dst, src }
+            | Op::NegInt { dst, src }
+            | Op::NegFloat { dst, src }
+            | Op::Neg { dst, src }
+            | Op::Not { dst, src }
+            | Op::Payload { dst, src } => (format!("{}, {}", r(dst), r(src)), none()),
+            Op::LoadCapture { dst, idx } => (format!("{}, c{idx}", r(dst)), none()),
+            Op::LoadSibling { dst, member } => (format!("{}, sib{member}", r(dst)), none()),
+            Op::LoadBuiltin { dst, id } => {
+                let name = ral_types::builtin_table()
+                    .entry(ral_types::BuiltinId(*id))
+                    .map_or("?", |b| b.name);
+                (format!("{}, {name}", r(dst)), none())
+            }
+            Op::GetGlobal { dst, slot } => (format!("{}, g{slot}", r(dst)), none()),
+            Op::Define { src, name } => (format!("k{}, {}", name.0, r(src)), kc(name)),
+            Op::AddInt { dst, lhs, rhs }
+            | Op::SubInt { dst, lhs, rhs }
+            | Op::MulInt { dst, lhs, rhs }
+            | Op::DivInt { dst, lhs, rhs }
+            | Op::RemInt { dst, lhs, rhs }
+            | Op::AddFloat { dst, lhs, rhs }
+            | Op::SubFloat { dst, lhs, rhs }
+            | Op::MulFloat { dst, lhs, rhs }
+            | Op::DivFloat { dst, lhs, rhs }
+            | Op::RemFloat { dst, lhs, rhs }
+            | Op::LtInt { dst, lhs, rhs }
+            | Op::LeInt { dst, lhs, rhs }
+            | Op::LtFloat { dst, lhs, rhs }
+            | Op::LeFloat { dst, lhs, rhs }
+            | Op::LtStr { dst, lhs, rhs }
+            | Op::LeStr { dst, lhs, rhs }
+            | Op::Lt { dst, lhs, rhs }
+            | Op::Le { dst, lhs, rhs }
+            | Op::Eq { dst, lhs, rhs }
+            | Op::Ne { dst, lhs, rhs } => (bin(dst, lhs, rhs), none()),
+            Op::Arith { dst, lhs, rhs, op } => (format!("{}, {op:?}", bin(dst, lhs, rhs)), none()),
+            Op::Jump { target } => (format!("@{target}"), none()),
+            Op::JumpIfFalse { cond, target } => (format!("{}, @{target}", r(cond)), none()),
+            Op::JumpIfNotTag { src, tag, target } => {
+                (format!("{}, k{}, @{target}", r(src), tag.0), kc(tag))
+            }
+            Op::NoArm { src } | Op::Return { src } | Op::Exit { src } => (r(src), none()),
+            Op::MakeList { dst, start, n } | Op::Interp { dst, start, n } => {
+                (format!("{}, {}", r(dst), range(start, *n)), none())
+            }
+            Op::ListPush { list, src } | Op::ListExtend { list, src } => {
+                (format!("{}, {}", r(list), r(src)), none())
+            }
+            Op::MakeRecord { dst, shape, start } => {
+                let keys = proto
+                    .shapes
+                    .get(usize::from(*shape))
+                    .map(|k| {
+                        k.as_slice()
+                            .iter()
+                            .map(|k| k.as_str())
+                            .collect::<Vec<_>>()
+                            .join(" ")
+                    })
+                    .unwrap_or_default();
+                (format!("{}, shape{shape}, {}", r(dst), r(start)), keys)
+            }
+            Op::RecordSet { rec, key, src } => {
+                (format!("{}, k{}, {}", r(rec), key.0, r(src)), kc(key))
+            }
+            Op::MapSpread { map, src } => (format!("{}, {}", r(map), r(src)), none()),
+            Op::MapInsert { map, key, src } => (bin(map, key, src), none()),
+            Op::MakeVariant { dst, tag, payload } => {
+                (format!("{}, k{}, {}", r(dst), tag.0, r(payload)), kc(tag))
+            }
+            Op::MakeTag { dst, tag } => (format!("{}, k{}", r(dst), tag.0), kc(tag)),
+            Op::MakeClosure {
+                dst,
+                start,
+                n,
+                proto: p,
+            } => (format!("{}, p{p}, {}", r(dst), range(start, *n)), none()),
+            Op::IndexList { dst, base, key }
+            | Op::IndexMap { dst, base, key }
+            | Op::IndexDyn { dst, base, key } => (bin(dst, base, key), none()),
+            Op::IndexField { dst, base, key } => {
+                (format!("{}, {}, k{}", r(dst), r(base), key.0), kc(key))
+            }
+            Op::MatchList { src, n, rest } => (
+                format!("{}, {n}{}", r(src), if *rest { "+" } else { "" }),
+                none(),
+            ),
+            Op::ListAt { dst, src, idx } => (format!("{}, {}, {idx}", r(dst), r(src)), none()),
+            Op::ListFrom { dst, src, from } => {
+                (format!("{}, {}, {from}..", r(dst), r(src)), none())
+            }
+            Op::Call {
+                func,
+                args,
+                argc,
+                dst,
+            } => (
+                format!("{}({}) -> {}", r(func), range(args, *argc), r(dst)),
+                none(),
+            ),
+            Op::CallSpread { func, list, dst } => {
+                (format!("{}(...{}) -> {}", r(func), r(list), r(dst)), none())
+            }
+            Op::TailCallSpread { func, list } => (format!("{}(...{})", r(func), r(list)), none()),
+            Op::TailCall { func, args, argc } => {
+                (format!("{}({})", r(func), range(args, *argc)), none())
+            }
+            Op::CallBuiltin {
+                builtin,
+                args,
+                argc,
+                dst,
+            } => {
+                let name = crate::builtins::registry()
+                    .get(usize::from(*builtin))
+                    .map_or("?", |d| d.name);
+                (
+                    format!("{name}({}) -> {}", range(args, *argc), r(dst)),
+                    none(),
+                )
+            }
+            Op::CallSibling {
+                member,
+                args,
+                argc,
+                dst,
+            } => (
+                format!("sib{member}({}) -> {}", range(args, *argc), r(dst)),
+                none(),
+            ),
+            Op::TailCallSibling { member, args, argc } => {
+                (format!("sib{member}({})", range(args, *argc)), none())
+            }
+            Op::PushTry { err, target } => (format!("{}, @{target}", r(err)), none()),
+            Op::PushChain { target } => (format!("@{target}"), none()),
+            Op::PopHandler | Op::CaptureBegin => (none(), none()),
+            Op::Unsupported { feature } => (feature.name().to_owned(), none()),
+        }
+    }
+}
+
+/// The listing of one proto in the STYLE §3.10 format.
+pub fn disassemble(proto: &Proto) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "proto {}  regs={} consts={}",
+        if proto.name.is_empty() {
+            "<anon>"
+        } else {
+            &proto.name
+        },
+        proto.n_regs,
+        proto.consts.len()
+    );
+    for (pc, op) in proto.code.iter().enumerate() {
+        let (operands, comment) = op.operands(proto);
+        let mut line = format!("{pc:>4}  {:<13} {operands}", op.mnemonic());
+        if !comment.is_empty() {
+            while line.len() < 40 {
+                line.push(' ');
+            }
+            let _ = write!(line, " # {comment}");
+        }
+        let _ = writeln!(out, "{}", line.trim_end());
+    }
+    out
+}
