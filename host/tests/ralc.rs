@@ -309,3 +309,27 @@ fn emit_ir_prints_the_lowered_module() {
     assert_eq!(status(&out), 1);
     assert_eq!(stdout(&out), "");
 }
+
+/// The README's first command, and every program of the syntax corpus, must
+/// check clean: parse and types (warnings allowed).
+#[test]
+fn examples_and_ok_corpus_check_clean() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut files = Vec::new();
+    for dir in ["examples", "tests/syntax/ok"] {
+        let mut entries: Vec<_> = std::fs::read_dir(root.join(dir))
+            .expect("folder exists")
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|x| x == "ral"))
+            .collect();
+        entries.sort();
+        files.extend(entries);
+    }
+    assert!(files.len() > 30, "corpus went missing: {files:?}");
+    let args: Vec<String> = files.iter().map(|p| p.display().to_string()).collect();
+    let mut argv = vec!["--check"];
+    argv.extend(args.iter().map(String::as_str));
+    let out = ralc(&argv, b"");
+    assert_eq!(status(&out), 0, "{}", stderr(&out));
+    assert!(!stderr(&out).contains("Error:"), "{}", stderr(&out));
+}
