@@ -614,6 +614,31 @@ impl<'a, 'm> FnCx<'a, 'm> {
                     }
                 }
             }
+            Expr::Arith {
+                op: op @ (ArithOp::Add | ArithOp::Sub),
+                kind: NumKind::Int,
+                lhs,
+                rhs: Operand::Const(Const::Int(n)),
+            } if imm(*op, *n).is_some() => {
+                let lhs = self.operand_reg(lhs)?;
+                let k = imm(*op, *n).unwrap_or_default();
+                self.emit(Op::AddIntK { dst, lhs, k });
+            }
+            Expr::Compare {
+                op,
+                kind: OrdKind::Int,
+                lhs,
+                rhs: Operand::Const(Const::Int(n)),
+            } if i16::try_from(*n).is_ok() => {
+                let lhs = self.operand_reg(lhs)?;
+                let k = i16::try_from(*n).unwrap_or_default();
+                self.emit(match op {
+                    CmpOp::Lt => Op::LtIntK { dst, lhs, k },
+                    CmpOp::Le => Op::LeIntK { dst, lhs, k },
+                    CmpOp::Gt => Op::GtIntK { dst, lhs, k },
+                    CmpOp::Ge => Op::GeIntK { dst, lhs, k },
+                });
+            }
             Expr::Arith { op, kind, lhs, rhs } => {
                 let lhs = self.operand_reg(lhs)?;
                 let rhs = self.operand_reg(rhs)?;
@@ -868,11 +893,29 @@ impl<'a, 'm> FnCx<'a, 'm> {
                 });
                 return Ok(());
             }
+            Operand::Global { name, def } => {
+                let slot = self.global_slot(name, *def)?.0;
+                let start = self.consecutive(args.iter())?;
+                self.emit(if tail {
+                    Op::TailCallGlobal {
+                        slot,
+                        args: start,
+                        argc,
+                    }
+                } else {
+                    Op::CallGlobal {
+                        slot,
+                        args: start,
+                        argc,
+                        dst,
+                    }
+                });
+                return Ok(());
+            }
             Operand::Unit
             | Operand::Const(_)
             | Operand::Local(_)
             | Operand::Captured(_)
-            | Operand::Global { .. }
             | Operand::Sibling(_)
             | Operand::Script => {}
         }
@@ -951,6 +994,15 @@ impl<'a, 'm> FnCx<'a, 'm> {
             }
         }
         Ok(())
+    }
+}
+
+/// The immediate for `x + n` / `x - n`, if it fits.
+fn imm(op: ArithOp, n: i64) -> Option<i16> {
+    match op {
+        ArithOp::Add => i16::try_from(n).ok(),
+        ArithOp::Sub => n.checked_neg().and_then(|m| i16::try_from(m).ok()),
+        ArithOp::Mul | ArithOp::Div | ArithOp::Rem => None,
     }
 }
 

@@ -14,6 +14,13 @@
 //! memory. Returning clears the callee's window (so values die promptly and
 //! unshared buffers stay unshared) and writes the result into the caller.
 //!
+//! The hot paths avoid refcount traffic: a closure without captures is
+//! entered with no environment at all, a call whose head is a session
+//! binding ([`Op::CallGlobal`]) reads the slot in place, a temporary head is
+//! moved rather than cloned, and scalar register writes overwrite the
+//! payload in place when the register already holds that kind (building a
+//! whole 16-byte `Value` and storing it costs a store-forwarding stall).
+//!
 //! Depth is bounded by [`Vm::max_depth`] frames: exceeding it is an
 //! ordinary failure ("recursion depth limit … exceeded"), never a stack
 //! overflow.
@@ -100,7 +107,7 @@ struct Frame {
     base: u32,
     ret: Reg,
     env: Option<Arc<Func>>,
-    extra: Option<Vec<Value>>,
+    extra: Option<Box<[Value]>>,
 }
 
 #[derive(Debug)]
@@ -185,7 +192,13 @@ impl Vm {
     pub fn load(&mut self, module: &ral_ir::Module) -> Result<u32, CompileError> {
         let base =
             u32::try_from(self.protos.len()).map_err(|_| CompileError("too many protos".into()))?;
-        let compiled = compile_module(module, &mut self.mobile.scope, base)?;
+        let compiled = match compile_module(module, &mut self.mobile.scope, base) {
+            Ok(c) => c,
+            Err(e) => {
+                self.mobile.scope.clear_reservations();
+                return Err(e);
+            }
+        };
         Arc::make_mut(&mut self.protos).extend(compiled.protos.into_iter().map(Arc::new));
         Ok(compiled.main)
     }
@@ -345,13 +358,14 @@ impl Vm {
 
     /// Finishes the current frame with `value`. `Some` when that ends the
     /// run.
+    #[inline]
     fn do_return(&mut self, mut value: Value, stop: usize) -> Result<Option<Value>, Escape> {
         loop {
             let Some(frame) = self.frames.last_mut() else {
                 return Ok(Some(value));
             };
             if let Some(extra) = frame.extra.take() {
-                match self.apply(value, extra, Mode::Tail)? {
+                match self.apply(value, extra.into_vec(), Mode::Tail)? {
                     Applied::Pushed => return Ok(None),
                     Applied::Value(v) => {
                         value = v;
@@ -369,8 +383,15 @@ impl Vm {
                 .map_or(0, |p| usize::from(p.n_regs));
             let end = (base + n).min(self.regs.len());
             if let Some(window) = self.regs.get_mut(base..end) {
+                // Scalars hold no resources and are left in place (a later
+                // write of the same kind then overwrites just the payload).
                 for r in window {
-                    *r = Value::Unit;
+                    if !matches!(
+                        r,
+                        Value::Unit | Value::Bool(_) | Value::Int(_) | Value::Float(_)
+                    ) {
+                        *r = Value::Unit;
+                    }
                 }
             }
             if self.frames.len() <= stop {
@@ -379,7 +400,11 @@ impl Vm {
             if let Some(caller) = self.frames.last() {
                 let i = caller.base as usize + usize::from(frame.ret.0);
                 if let Some(slot) = self.regs.get_mut(i) {
-                    *slot = value;
+                    if let (Value::Int(x), Value::Int(n)) = (&mut *slot, &value) {
+                        *x = *n;
+                    } else {
+                        *slot = value;
+                    }
                 }
             }
             return Ok(None);
@@ -458,7 +483,7 @@ impl Vm {
             Mode::Push { base, ret } => {
                 self.push_frame(p, env, args, base, ret)?;
                 if let Some(f) = self.frames.last_mut() {
-                    f.extra = rest;
+                    f.extra = rest.map(Vec::into_boxed_slice);
                 }
             }
             Mode::Tail => {
@@ -475,9 +500,9 @@ impl Vm {
                 f.env = env;
                 if let Some(mut rest) = rest {
                     if let Some(old) = f.extra.take() {
-                        rest.extend(old);
+                        rest.extend(old.into_vec());
                     }
-                    f.extra = Some(rest);
+                    f.extra = Some(rest.into_boxed_slice());
                 }
                 if self.regs.len() < base + n_regs.max(args.len()) {
                     self.regs.resize(base + n_regs.max(args.len()), Value::Unit);
@@ -551,6 +576,46 @@ impl Vm {
                 self.regs[base + usize::from($r.0)]
             };
         }
+        // Scalars need no drop: skip the out-of-line drop glue for them.
+        macro_rules! set {
+            ($r:expr, $v:expr) => {{
+                let v = $v;
+                let slot = &mut self.regs[base + usize::from($r.0)];
+                let old = std::mem::replace(slot, v);
+                if matches!(
+                    old,
+                    Value::Unit | Value::Bool(_) | Value::Int(_) | Value::Float(_)
+                ) {
+                    std::mem::forget(old);
+                } else {
+                    drop(old);
+                }
+            }};
+        }
+        // Hot scalar writes: when the register already holds that kind,
+        // overwrite the payload in place. Building a whole `Value` and
+        // storing it costs a store-forwarding stall (the tag and payload are
+        // written separately, then copied as one 16-byte move).
+        macro_rules! set_int {
+            ($r:expr, $n:expr) => {{
+                let n: i64 = $n;
+                if let Value::Int(x) = &mut self.regs[base + usize::from($r.0)] {
+                    *x = n;
+                } else {
+                    set!($r, Value::Int(n));
+                }
+            }};
+        }
+        macro_rules! set_bool {
+            ($r:expr, $b:expr) => {{
+                let b: bool = $b;
+                if let Value::Bool(x) = &mut self.regs[base + usize::from($r.0)] {
+                    *x = b;
+                } else {
+                    set!($r, Value::Bool(b));
+                }
+            }};
+        }
         macro_rules! int_op {
             ($dst:expr, $lhs:expr, $rhs:expr, $m:ident, $sym:literal) => {{
                 let v = match (&r!($lhs), &r!($rhs)) {
@@ -558,9 +623,19 @@ impl Vm {
                     (a, b) => tri!(Err(kind_error2("Ints", a, b))),
                 };
                 match v {
-                    Some(n) => r!($dst) = Value::Int(n),
+                    Some(n) => set_int!($dst, n),
                     None => tri!(Err(int_error($sym, &r!($lhs), &r!($rhs)))),
                 }
+            }};
+        }
+        macro_rules! int_k_cmp {
+            ($dst:expr, $lhs:expr, $k:expr, $op:tt) => {{
+                let b = if let Value::Int(a) = r!($lhs) {
+                    a $op i64::from($k)
+                } else {
+                    tri!(Err(kind_error("an Int", &r!($lhs))))
+                };
+                set_bool!($dst, b);
             }};
         }
         macro_rules! float_op {
@@ -569,7 +644,7 @@ impl Vm {
                     (Value::Float(a), Value::Float(b)) => *a $op *b,
                     (a, b) => tri!(Err(kind_error2("Floats", a, b))),
                 };
-                r!($dst) = tri!(finite(v));
+                set!($dst, tri!(finite(v)));
             }};
         }
         macro_rules! cmp_op {
@@ -578,7 +653,7 @@ impl Vm {
                     $pat => $ord,
                     (a, b) => tri!(Err(kind_error2("comparable values", a, b))),
                 };
-                r!($dst) = Value::Bool(b);
+                set_bool!($dst, b);
             }};
         }
         macro_rules! ret {
@@ -590,6 +665,51 @@ impl Vm {
                 }
             }};
         }
+        // Pushes a frame for closure proto `p` whose window starts at `nb`.
+        macro_rules! push_frame {
+            ($p:expr, $env:expr, $nb:expr, $dst:expr) => {{
+                if self.frames.len() >= self.max_depth {
+                    return Err(depth_exceeded(self.max_depth).into());
+                }
+                let nb: usize = $nb;
+                let need = nb + usize::from(protos[$p as usize].n_regs);
+                if self.regs.len() < need {
+                    self.regs.resize(need, Value::Unit);
+                }
+                self.frames.push(Frame {
+                    proto: $p,
+                    pc: 0,
+                    base: nb as u32,
+                    ret: $dst,
+                    env: $env,
+                    extra: None,
+                });
+                reload!();
+            }};
+        }
+        // Reuses the current frame for closure proto `p`.
+        macro_rules! tail_enter {
+            ($p:expr, $env:expr, $args:expr, $argc:expr) => {{
+                let (p, env, args, argc) = ($p, $env, $args, $argc);
+                // Arguments move down to the window's start; the
+                // frame is reused, so tail recursion holds constant
+                // memory.
+                let a = base + usize::from(args.0);
+                for i in 0..usize::from(argc) {
+                    let v = std::mem::take(&mut self.regs[a + i]);
+                    self.regs[base + i] = v;
+                }
+                let need = base + usize::from(protos[p as usize].n_regs);
+                if self.regs.len() < need {
+                    self.regs.resize(need, Value::Unit);
+                }
+                let frame = &mut self.frames[fi];
+                frame.proto = p;
+                frame.pc = 0;
+                frame.env = env;
+                reload!();
+            }};
+        }
         macro_rules! applied {
             ($a:expr, $tail:expr, $dst:expr) => {{
                 match $a {
@@ -598,7 +718,7 @@ impl Vm {
                         if $tail {
                             ret!(v)
                         } else {
-                            r!($dst) = v;
+                            set!($dst, v);
                         }
                     }
                 }
@@ -610,14 +730,18 @@ impl Vm {
             pc += 1;
             match op {
                 Op::LoadConst { dst, k } => {
-                    r!(dst) = proto.consts[usize::from(k.0)].clone();
+                    set!(dst, proto.consts[usize::from(k.0)].clone());
                 }
-                Op::LoadInt { dst, value } => r!(dst) = Value::Int(i64::from(value)),
-                Op::LoadUnit { dst } => r!(dst) = Value::Unit,
-                Op::LoadBool { dst, value } => r!(dst) = Value::Bool(value),
+                Op::LoadInt { dst, value } => set_int!(dst, i64::from(value)),
+                Op::LoadUnit { dst } => set!(dst, Value::Unit),
+                Op::LoadBool { dst, value } => set_bool!(dst, value),
                 Op::Copy { dst, src } => {
-                    let v = r!(src).clone();
-                    r!(dst) = v;
+                    if let Value::Int(n) = r!(src) {
+                        set_int!(dst, n);
+                    } else {
+                        let v = r!(src).clone();
+                        set!(dst, v);
+                    }
                 }
                 Op::LoadCapture { dst, idx } => {
                     let v = match self.frames[fi].env.as_deref() {
@@ -626,11 +750,14 @@ impl Vm {
                         }
                         _ => None,
                     };
-                    r!(dst) = tri!(v.ok_or_else(|| Failure::error("capture out of range")));
+                    set!(
+                        dst,
+                        tri!(v.ok_or_else(|| Failure::error("capture out of range")))
+                    );
                 }
                 Op::LoadSibling { dst, member } => {
                     let v = tri!(self.sibling(&protos, proto, fi, member));
-                    r!(dst) = v;
+                    set!(dst, v);
                 }
                 Op::LoadBuiltin { dst, id } => {
                     r!(dst) = Value::Func(Arc::new(Func::Builtin {
@@ -638,16 +765,19 @@ impl Vm {
                         applied: Box::new([]),
                     }));
                 }
-                Op::LoadScript { dst } => r!(dst) = Value::Str(self.script.clone()),
+                Op::LoadScript { dst } => set!(dst, Value::Str(self.script.clone())),
                 Op::LoadHome { dst } => {
-                    r!(dst) = Value::str(self.mobile.context.var("HOME").unwrap_or_default());
+                    set!(
+                        dst,
+                        Value::str(self.mobile.context.var("HOME").unwrap_or_default())
+                    );
                 }
                 Op::GetGlobal { dst, slot } => {
                     let v = match self.mobile.scope.get(SlotId(slot)) {
                         Some(v) => v.clone(),
                         None => tri!(Err(self.undefined(slot))),
                     };
-                    r!(dst) = v;
+                    set!(dst, v);
                 }
                 Op::Define { src, name } => {
                     let v = r!(src).clone();
@@ -663,6 +793,21 @@ impl Vm {
                 Op::MulInt { dst, lhs, rhs } => int_op!(dst, lhs, rhs, checked_mul, "*"),
                 Op::DivInt { dst, lhs, rhs } => int_op!(dst, lhs, rhs, checked_div, "/"),
                 Op::RemInt { dst, lhs, rhs } => int_op!(dst, lhs, rhs, checked_rem, "%"),
+                Op::AddIntK { dst, lhs, k } => {
+                    let v = if let Value::Int(a) = r!(lhs) {
+                        a.checked_add(i64::from(k))
+                    } else {
+                        tri!(Err(kind_error("an Int", &r!(lhs))))
+                    };
+                    match v {
+                        Some(n) => set_int!(dst, n),
+                        None => tri!(Err(int_error("+", &r!(lhs), &Value::Int(i64::from(k))))),
+                    }
+                }
+                Op::LtIntK { dst, lhs, k } => int_k_cmp!(dst, lhs, k, <),
+                Op::LeIntK { dst, lhs, k } => int_k_cmp!(dst, lhs, k, <=),
+                Op::GtIntK { dst, lhs, k } => int_k_cmp!(dst, lhs, k, >),
+                Op::GeIntK { dst, lhs, k } => int_k_cmp!(dst, lhs, k, >=),
                 Op::AddFloat { dst, lhs, rhs } => float_op!(dst, lhs, rhs, +),
                 Op::SubFloat { dst, lhs, rhs } => float_op!(dst, lhs, rhs, -),
                 Op::MulFloat { dst, lhs, rhs } => float_op!(dst, lhs, rhs, *),
@@ -670,7 +815,7 @@ impl Vm {
                 Op::RemFloat { dst, lhs, rhs } => float_op!(dst, lhs, rhs, %),
                 Op::Arith { dst, lhs, rhs, op } => {
                     let v = tri!(generic_arith(op, &r!(lhs), &r!(rhs)));
-                    r!(dst) = v;
+                    set!(dst, v);
                 }
                 Op::NegInt { dst, src } | Op::Neg { dst, src }
                     if matches!(r!(src), Value::Int(_)) =>
@@ -681,7 +826,7 @@ impl Vm {
                         None
                     };
                     match v {
-                        Some(n) => r!(dst) = Value::Int(n),
+                        Some(n) => set_int!(dst, n),
                         None => tri!(Err(Failure::error("integer overflow in negation"))),
                     }
                 }
@@ -689,7 +834,7 @@ impl Vm {
                     if matches!(r!(src), Value::Float(_)) =>
                 {
                     if let Value::Float(x) = r!(src) {
-                        r!(dst) = Value::Float(-x);
+                        set!(dst, Value::Float(-x));
                     }
                 }
                 Op::NegInt { src, .. } | Op::NegFloat { src, .. } | Op::Neg { src, .. } => {
@@ -697,7 +842,7 @@ impl Vm {
                 }
                 Op::Not { dst, src } => {
                     if let Value::Bool(b) = r!(src) {
-                        r!(dst) = Value::Bool(!b);
+                        set_bool!(dst, !b);
                     } else {
                         tri!(Err(kind_error("a Bool", &r!(src))))
                     }
@@ -722,11 +867,11 @@ impl Vm {
                 }
                 Op::Lt { dst, lhs, rhs } => {
                     let o = tri!(order(&r!(lhs), &r!(rhs)));
-                    r!(dst) = Value::Bool(o.is_lt());
+                    set!(dst, Value::Bool(o.is_lt()));
                 }
                 Op::Le { dst, lhs, rhs } => {
                     let o = tri!(order(&r!(lhs), &r!(rhs)));
-                    r!(dst) = Value::Bool(o.is_le());
+                    set!(dst, Value::Bool(o.is_le()));
                 }
                 Op::Eq { dst, lhs, rhs } => {
                     let b = if let (Value::Int(a), Value::Int(b)) = (&r!(lhs), &r!(rhs)) {
@@ -734,11 +879,11 @@ impl Vm {
                     } else {
                         r!(lhs).equal(&r!(rhs))
                     };
-                    r!(dst) = Value::Bool(b);
+                    set_bool!(dst, b);
                 }
                 Op::Ne { dst, lhs, rhs } => {
                     let b = !r!(lhs).equal(&r!(rhs));
-                    r!(dst) = Value::Bool(b);
+                    set_bool!(dst, b);
                 }
 
                 Op::Jump { target } => {
@@ -772,14 +917,14 @@ impl Vm {
                     } else {
                         Value::Unit
                     };
-                    r!(dst) = v;
+                    set!(dst, v);
                 }
                 Op::NoArm { src } => tri!(Err(no_arm(&r!(src)))),
 
                 Op::MakeList { dst, start, n } => {
                     let s = base + usize::from(start.0);
                     let items = self.regs[s..s + usize::from(n)].to_vec();
-                    r!(dst) = Value::list(items);
+                    set!(dst, Value::list(items));
                 }
                 Op::ListPush { list, src } => {
                     let v = r!(src).clone();
@@ -804,7 +949,7 @@ impl Vm {
                     let keys = proto.shapes[usize::from(shape)].clone();
                     let s = base + usize::from(start.0);
                     let vals = self.regs[s..s + keys.len()].to_vec();
-                    r!(dst) = Value::record(Record::from_parts(keys, vals));
+                    set!(dst, Value::record(Record::from_parts(keys, vals)));
                 }
                 Op::RecordSet { rec, key, src } => {
                     let v = r!(src).clone();
@@ -813,9 +958,9 @@ impl Vm {
                         (Value::Record(r), Value::Str(k)) => r.with(k, v),
                         (other, _) => tri!(Err(kind_error("a record", other))),
                     };
-                    r!(rec) = Value::record(new);
+                    set!(rec, Value::record(new));
                 }
-                Op::MapNew { dst } => r!(dst) = Value::record(Record::empty()),
+                Op::MapNew { dst } => set!(dst, Value::record(Record::empty())),
                 Op::MapSpread { map, src } => {
                     let new = match (&r!(map), &r!(src)) {
                         (Value::Record(m), Value::Record(s)) => {
@@ -827,7 +972,7 @@ impl Vm {
                         }
                         (_, other) => tri!(Err(kind_error("a map to spread", other))),
                     };
-                    r!(map) = Value::record(new);
+                    set!(map, Value::record(new));
                 }
                 Op::MapInsert { map, key, src } => {
                     let v = r!(src).clone();
@@ -835,16 +980,16 @@ impl Vm {
                         (Value::Record(m), Value::Str(k)) => m.with(k, v),
                         (_, other) => tri!(Err(kind_error("a String key", other))),
                     };
-                    r!(map) = Value::record(new);
+                    set!(map, Value::record(new));
                 }
                 Op::MakeVariant { dst, tag, payload } => {
                     let p = r!(payload).clone();
                     let tag = tri!(const_str(proto, tag.0));
-                    r!(dst) = Value::variant(tag, Some(p));
+                    set!(dst, Value::variant(tag, Some(p)));
                 }
                 Op::MakeTag { dst, tag } => {
                     let tag = tri!(const_str(proto, tag.0));
-                    r!(dst) = Value::variant(tag, None);
+                    set!(dst, Value::variant(tag, None));
                 }
                 Op::MakeClosure {
                     dst,
@@ -870,7 +1015,7 @@ impl Vm {
                     for v in &self.regs[s..s + usize::from(n)] {
                         crate::display::write_text(&mut out, v);
                     }
-                    r!(dst) = Value::str(out);
+                    set!(dst, Value::str(out));
                 }
 
                 Op::IndexList { dst, base: b, key } | Op::IndexDyn { dst, base: b, key }
@@ -883,7 +1028,7 @@ impl Vm {
                         _ => None,
                     };
                     match v {
-                        Some(v) => r!(dst) = v,
+                        Some(v) => set!(dst, v),
                         None => tri!(Err(index_error(&r!(b), &r!(key)))),
                     }
                 }
@@ -893,7 +1038,7 @@ impl Vm {
                         _ => None,
                     };
                     match v {
-                        Some(v) => r!(dst) = v,
+                        Some(v) => set!(dst, v),
                         None => tri!(Err(index_error(&r!(b), &r!(key)))),
                     }
                 }
@@ -906,7 +1051,7 @@ impl Vm {
                         _ => None,
                     };
                     match v {
-                        Some(v) => r!(dst) = v,
+                        Some(v) => set!(dst, v),
                         None => tri!(Err(index_error(&r!(b), &proto.consts[usize::from(key.0)]))),
                     }
                 }
@@ -926,7 +1071,7 @@ impl Vm {
                     } else {
                         None
                     };
-                    r!(dst) = v.unwrap_or_default();
+                    set!(dst, v.unwrap_or_default());
                 }
                 Op::ListFrom { dst, src, from } => {
                     let v = if let Value::List(items) = &r!(src) {
@@ -934,7 +1079,7 @@ impl Vm {
                     } else {
                         Vec::new()
                     };
-                    r!(dst) = Value::list(v);
+                    set!(dst, Value::list(v));
                 }
 
                 Op::Call {
@@ -944,45 +1089,35 @@ impl Vm {
                     dst,
                 } => {
                     tri!(self.poll_cancel());
-                    let mut fast = None;
-                    if let Value::Func(f) = &r!(func) {
-                        if let Func::Closure { proto: p, .. } = &**f {
-                            if protos[*p as usize].n_params == argc {
-                                fast = Some(*p);
-                            }
-                        }
-                    }
                     save!();
-                    if let Some(p) = fast {
-                        // A temporary head is dead after the call: move it
-                        // into the frame instead of bumping its refcount.
-                        let env = if func.0 >= proto.n_locals {
-                            std::mem::take(&mut r!(func))
-                        } else {
-                            r!(func).clone()
-                        };
-                        let Value::Func(env) = env else {
-                            return Err(Failure::error("call head changed").into());
-                        };
-                        if self.frames.len() >= self.max_depth {
-                            return Err(depth_exceeded(self.max_depth).into());
-                        }
-                        let nb = base + usize::from(args.0);
-                        let need = nb + usize::from(protos[p as usize].n_regs);
-                        if self.regs.len() < need {
-                            self.regs.resize(need, Value::Unit);
-                        }
-                        self.frames.push(Frame {
-                            proto: p,
-                            pc: 0,
-                            base: nb as u32,
-                            ret: dst,
-                            env: Some(env),
-                            extra: None,
-                        });
-                        reload!();
+                    if let Some((p, env)) = closure_entry(&r!(func), argc, &protos) {
+                        push_frame!(p, env, base + usize::from(args.0), dst);
                     } else {
                         let f = r!(func).clone();
+                        let a = self.take_args(base + usize::from(args.0), usize::from(argc));
+                        let mode = Mode::Push {
+                            base: base + usize::from(args.0),
+                            ret: dst,
+                        };
+                        let res = self.apply(f, a, mode)?;
+                        applied!(res, false, dst);
+                    }
+                }
+                Op::CallGlobal {
+                    slot,
+                    args,
+                    argc,
+                    dst,
+                } => {
+                    tri!(self.poll_cancel());
+                    save!();
+                    let Some(fv) = self.mobile.scope.get(SlotId(slot)) else {
+                        return Err(self.undefined(slot).into());
+                    };
+                    if let Some((p, env)) = closure_entry(fv, argc, &protos) {
+                        push_frame!(p, env, base + usize::from(args.0), dst);
+                    } else {
+                        let f = fv.clone();
                         let a = self.take_args(base + usize::from(args.0), usize::from(argc));
                         let mode = Mode::Push {
                             base: base + usize::from(args.0),
@@ -1012,35 +1147,26 @@ impl Vm {
                     let res = self.apply(f, a, Mode::Tail)?;
                     applied!(res, true, Reg(0));
                 }
+                Op::TailCallGlobal { slot, args, argc } => {
+                    tri!(self.poll_cancel());
+                    save!();
+                    let Some(fv) = self.mobile.scope.get(SlotId(slot)) else {
+                        return Err(self.undefined(slot).into());
+                    };
+                    if let Some((p, env)) = closure_entry(fv, argc, &protos) {
+                        tail_enter!(p, env, args, argc);
+                        continue;
+                    }
+                    let f = fv.clone();
+                    let a = self.take_args(base + usize::from(args.0), usize::from(argc));
+                    let res = self.apply(f, a, Mode::Tail)?;
+                    applied!(res, true, Reg(0));
+                }
                 Op::TailCall { func, args, argc } => {
                     tri!(self.poll_cancel());
                     save!();
-                    let mut fast = None;
-                    if let Value::Func(f) = &r!(func) {
-                        if let Func::Closure { proto: p, .. } = &**f {
-                            if protos[*p as usize].n_params == argc {
-                                fast = Some((*p, f.clone()));
-                            }
-                        }
-                    }
-                    if let Some((p, env)) = fast {
-                        // Arguments move down to the window's start; the
-                        // frame is reused, so tail recursion holds constant
-                        // memory.
-                        let a = base + usize::from(args.0);
-                        for i in 0..usize::from(argc) {
-                            let v = std::mem::take(&mut self.regs[a + i]);
-                            self.regs[base + i] = v;
-                        }
-                        let need = base + usize::from(protos[p as usize].n_regs);
-                        if self.regs.len() < need {
-                            self.regs.resize(need, Value::Unit);
-                        }
-                        let frame = &mut self.frames[fi];
-                        frame.proto = p;
-                        frame.pc = 0;
-                        frame.env = Some(env);
-                        reload!();
+                    if let Some((p, env)) = closure_entry(&r!(func), argc, &protos) {
+                        tail_enter!(p, env, args, argc);
                         continue;
                     }
                     let f = r!(func).clone();
@@ -1070,7 +1196,7 @@ impl Vm {
                     scratch.clear();
                     self.scratch = scratch;
                     let v = res?;
-                    r!(dst) = v;
+                    set!(dst, v);
                 }
                 Op::CallSibling {
                     member,
@@ -1124,7 +1250,34 @@ impl Vm {
                     applied!(res, true, Reg(0));
                 }
                 Op::Return { src } => {
-                    let v = std::mem::take(&mut r!(src));
+                    let v = if let Value::Int(n) = r!(src) {
+                        Value::Int(n)
+                    } else {
+                        std::mem::take(&mut r!(src))
+                    };
+                    // Fast path: no leftover arguments and a caller in this
+                    // run; otherwise `do_return` handles it.
+                    if fi > stop && self.frames[fi].extra.is_none() {
+                        let end = (base + usize::from(proto.n_regs)).min(self.regs.len());
+                        for r in &mut self.regs[base..end] {
+                            if !matches!(
+                                r,
+                                Value::Unit | Value::Bool(_) | Value::Int(_) | Value::Float(_)
+                            ) {
+                                *r = Value::Unit;
+                            }
+                        }
+                        let ret = self.frames[fi].ret;
+                        self.frames.pop();
+                        reload!();
+                        let slot = &mut self.regs[base + usize::from(ret.0)];
+                        if let (Value::Int(x), Value::Int(n)) = (&mut *slot, &v) {
+                            *x = *n;
+                        } else {
+                            *slot = v;
+                        }
+                        continue;
+                    }
                     ret!(v)
                 }
                 Op::Exit { src } => {
@@ -1155,7 +1308,7 @@ impl Vm {
                 Op::CaptureEnd { dst } => {
                     let bytes = self.captures.pop().unwrap_or_default();
                     let v = tri!(decode_capture(bytes));
-                    r!(dst) = v;
+                    set!(dst, v);
                 }
                 Op::Unsupported { feature } => tri!(Err(Failure::error(format!(
                     "{} is not supported by this VM yet",
@@ -1245,6 +1398,29 @@ impl Ctx for Vm {
     fn poll(&mut self) -> Result<(), Failure> {
         self.poll_cancel()
     }
+}
+
+/// The proto to enter and the environment to keep when `f` is a closure
+/// taking exactly `argc` arguments. A closure without captures needs no
+/// environment, so calling it touches no refcount.
+#[inline(always)]
+fn closure_entry(f: &Value, argc: u8, protos: &[Arc<Proto>]) -> Option<(u32, Option<Arc<Func>>)> {
+    if let Value::Func(arc) = f {
+        if let Func::Closure {
+            proto, captures, ..
+        } = &**arc
+        {
+            if protos.get(*proto as usize)?.n_params == argc {
+                let env = if captures.is_empty() {
+                    None
+                } else {
+                    Some(arc.clone())
+                };
+                return Some((*proto, env));
+            }
+        }
+    }
+    None
 }
 
 // ---- cold helpers ----

@@ -105,6 +105,17 @@ pub enum Op {
     DivInt { dst: Reg, lhs: Reg, rhs: Reg },
     /// `r[dst] := r[lhs] % r[rhs]`; Ints, sign of `lhs`; zero fails.
     RemInt { dst: Reg, lhs: Reg, rhs: Reg },
+    /// `r[dst] := r[lhs] + k` (an immediate; `-` is `+` of the negation);
+    /// Ints; overflow fails.
+    AddIntK { dst: Reg, lhs: Reg, k: i16 },
+    /// `r[dst] := r[lhs] < k` (an immediate); Ints.
+    LtIntK { dst: Reg, lhs: Reg, k: i16 },
+    /// `r[dst] := r[lhs] <= k` (an immediate); Ints.
+    LeIntK { dst: Reg, lhs: Reg, k: i16 },
+    /// `r[dst] := r[lhs] > k` (an immediate); Ints.
+    GtIntK { dst: Reg, lhs: Reg, k: i16 },
+    /// `r[dst] := r[lhs] >= k` (an immediate); Ints.
+    GeIntK { dst: Reg, lhs: Reg, k: i16 },
     /// `r[dst] := r[lhs] + r[rhs]`; Floats; a non-finite result fails.
     AddFloat { dst: Reg, lhs: Reg, rhs: Reg },
     /// `r[dst] := r[lhs] - r[rhs]`; Floats; a non-finite result fails.
@@ -227,6 +238,16 @@ pub enum Op {
         argc: u8,
         dst: Reg,
     },
+    /// `r[dst] := g[slot](r[args..args+argc])`: a call whose head is a
+    /// session binding (`fib` calling `fib`), without loading it.
+    CallGlobal {
+        slot: u32,
+        args: Reg,
+        argc: u8,
+        dst: Reg,
+    },
+    /// `return g[slot](r[args..args+argc])`, reusing the frame.
+    TailCallGlobal { slot: u32, args: Reg, argc: u8 },
     /// `r[dst] := r[func](items of list r[list]...)` (a call with spreads).
     CallSpread { func: Reg, list: Reg, dst: Reg },
     /// `return r[func](items of list r[list]...)`, reusing the frame.
@@ -321,6 +342,11 @@ impl Op {
             Op::MulInt { .. } => "mul-int",
             Op::DivInt { .. } => "div-int",
             Op::RemInt { .. } => "rem-int",
+            Op::AddIntK { .. } => "add-int-k",
+            Op::LtIntK { .. } => "lt-int-k",
+            Op::LeIntK { .. } => "le-int-k",
+            Op::GtIntK { .. } => "gt-int-k",
+            Op::GeIntK { .. } => "ge-int-k",
             Op::AddFloat { .. } => "add-float",
             Op::SubFloat { .. } => "sub-float",
             Op::MulFloat { .. } => "mul-float",
@@ -367,6 +393,8 @@ impl Op {
             Op::ListFrom { .. } => "list-from",
             Op::Call { .. } => "call",
             Op::TailCall { .. } => "tail-call",
+            Op::CallGlobal { .. } => "call-global",
+            Op::TailCallGlobal { .. } => "tail-call-global",
             Op::CallSpread { .. } => "call-spread",
             Op::TailCallSpread { .. } => "tail-call-spread",
             Op::CallBuiltin { .. } => "call-builtin",
@@ -441,6 +469,11 @@ impl Op {
             | Op::Le { dst, lhs, rhs }
             | Op::Eq { dst, lhs, rhs }
             | Op::Ne { dst, lhs, rhs } => (bin(dst, lhs, rhs), none()),
+            Op::AddIntK { dst, lhs, k }
+            | Op::LtIntK { dst, lhs, k }
+            | Op::LeIntK { dst, lhs, k }
+            | Op::GtIntK { dst, lhs, k }
+            | Op::GeIntK { dst, lhs, k } => (format!("{}, {}, {k}", r(dst), r(lhs)), none()),
             Op::Arith { dst, lhs, rhs, op } => (format!("{}, {op:?}", bin(dst, lhs, rhs)), none()),
             Op::Jump { target } => (format!("@{target}"), none()),
             Op::JumpIfFalse { cond, target } => (format!("{}, @{target}", r(cond)), none()),
@@ -506,6 +539,18 @@ impl Op {
                 format!("{}({}) -> {}", r(func), range(args, *argc), r(dst)),
                 none(),
             ),
+            Op::CallGlobal {
+                slot,
+                args,
+                argc,
+                dst,
+            } => (
+                format!("g{slot}({}) -> {}", range(args, *argc), r(dst)),
+                none(),
+            ),
+            Op::TailCallGlobal { slot, args, argc } => {
+                (format!("g{slot}({})", range(args, *argc)), none())
+            }
             Op::CallSpread { func, list, dst } => {
                 (format!("{}(...{}) -> {}", r(func), r(list), r(dst)), none())
             }

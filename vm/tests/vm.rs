@@ -962,3 +962,79 @@ fn time_fib_30() {
     let r = vm.run_main(main);
     eprintln!("tail sum 10M = {r:?} in {:?}", t.elapsed());
 }
+
+#[test]
+fn failure_inside_a_builtin_callback_reaches_try() {
+    // try { map {|x| x / 0} [1] } {|e| e.status + 10}
+    let bad = func(
+        1,
+        "bad",
+        vec![0],
+        2,
+        block(vec![st(Some(1), arith(ArithOp::Div, l(0), int(0)))], l(1)),
+    );
+    let map = ral_types::builtin_table().id("map").unwrap();
+    let main = func(
+        0,
+        "main",
+        vec![],
+        5,
+        block(
+            vec![
+                st(Some(0), closure(1, vec![])),
+                st(Some(1), Expr::MakeList(vec![Part::One(int(1))])),
+                st(
+                    Some(4),
+                    Expr::Try {
+                        body: block(
+                            vec![st(
+                                Some(4),
+                                call(Operand::Builtin(map), vec![l(0), l(1)], false),
+                            )],
+                            l(4),
+                        ),
+                        error: LocalId(2),
+                        handler: block(
+                            vec![
+                                st(
+                                    Some(3),
+                                    Expr::Index {
+                                        base: l(2),
+                                        key: Operand::Unit,
+                                        kind: IndexKind::Field(Arc::from("status")),
+                                    },
+                                ),
+                                st(Some(4), arith(ArithOp::Add, l(3), int(10))),
+                            ],
+                            l(4),
+                        ),
+                    },
+                ),
+            ],
+            l(4),
+        ),
+    );
+    assert_eq!(run(&module(vec![main, bad], 0, &[])).1, Ok(Value::Int(11)));
+}
+
+#[test]
+fn reading_a_definition_that_has_not_run_fails_clearly() {
+    // f = { g }; !f; let g = 1   (g is a forward reference)
+    let f1 = func(1, "f", vec![], 0, block(vec![], global("g", 0)));
+    let main = func(
+        0,
+        "main",
+        vec![],
+        2,
+        block(
+            vec![
+                st(Some(0), closure(1, vec![])),
+                st(Some(1), call(l(0), vec![], false)),
+                define(0, int(1)),
+            ],
+            l(1),
+        ),
+    );
+    let msg = fail_message(run(&module(vec![main, f1], 0, &["g"])).1);
+    assert!(msg.contains("not defined"), "{msg}");
+}
