@@ -984,6 +984,23 @@ impl Lower<'_> {
             Primary::Var(n) => self.var(&n.text),
             Primary::Expr(e) => self.expr(e),
             Primary::Force(inner) => {
+                // `!{ … }` forces a block it has just written: lower the body
+                // in place, in a scope of its own, instead of making a
+                // closure only to call it once.
+                if let (Primary::Block(b), true) = (&inner.primary, inner.indexes.is_empty()) {
+                    if b.params.is_empty() {
+                        let captured =
+                            self.checked.elab.captures.get(a.id) == Some(&CaptureSite::Force);
+                        if captured {
+                            let body = self.sub_block(|s| s.stmts(&b.body.stmts, false));
+                            return self.emit(Expr::Capture(body), a.span);
+                        }
+                        let mark = self.cur().scope.len();
+                        let result = self.stmts(&b.body.stmts, false);
+                        self.cur().scope.truncate(mark);
+                        return result;
+                    }
+                }
                 let thunk = self.atom(inner);
                 let force = Expr::Force { thunk, tail: false };
                 if self.checked.elab.captures.get(a.id) == Some(&CaptureSite::Force) {
