@@ -60,7 +60,7 @@ pub fn lower_with_session(
         if let ast::Stmt::Let(l) = s {
             let mut names = Vec::new();
             pattern_names(&l.pattern, &mut names);
-            if let (PatternKind::Bind(n), Some(_)) = (&l.pattern.kind, block_rhs(&l.value)) {
+            if let (PatternKind::Bind(n), Some(_)) = (&l.pattern.kind, l.value.as_block_literal()) {
                 top_forward.entry(n.text.clone()).or_insert(DefId(next));
             }
             next += names.len() as u32;
@@ -415,7 +415,7 @@ impl Lower<'_> {
     }
 
     fn let_stmt(&mut self, l: &ast::Let, top: bool) {
-        let value = match (&l.pattern.kind, block_rhs(&l.value)) {
+        let value = match (&l.pattern.kind, l.value.as_block_literal()) {
             (PatternKind::Bind(n), Some(b)) => self.closure(b, Some(n.text.clone()), false),
             _ => {
                 if self.checked.elab.captures.get(l.pattern.id) == Some(&CaptureSite::LetRhs) {
@@ -434,7 +434,7 @@ impl Lower<'_> {
         let members: Vec<(&ast::Let, &str, &ast::Block)> = lets
             .iter()
             .filter_map(|s| match s {
-                ast::Stmt::Let(l) => match (&l.pattern.kind, block_rhs(&l.value)) {
+                ast::Stmt::Let(l) => match (&l.pattern.kind, l.value.as_block_literal()) {
                     (PatternKind::Bind(n), Some(b)) => Some((l, n.text.as_str(), b)),
                     _ => None,
                 },
@@ -1243,37 +1243,13 @@ fn pattern_names(p: &Pattern, out: &mut Vec<String>) {
     }
 }
 
-/// The block of `let name = {…}` (the checker's test for a named block).
-fn block_rhs(c: &ast::Chain) -> Option<&ast::Block> {
-    let [p] = c.alternatives.as_slice() else {
-        return None;
-    };
-    let [s] = p.stages.as_slice() else {
-        return None;
-    };
-    let StageKind::Command(cmd) = &s.kind else {
-        return None;
-    };
-    if !cmd.args.is_empty() || !cmd.redirects.is_empty() {
-        return None;
-    }
-    match &cmd.head {
-        Head::Atom(Atom {
-            primary: Primary::Block(b),
-            indexes,
-            ..
-        }) if indexes.is_empty() => Some(b),
-        Head::Atom(_) | Head::Caret(_) => None,
-    }
-}
-
 /// The length of the recursive group starting at `stmts[0]`, if it is one.
 fn group_run(stmts: &[ast::Stmt]) -> Option<usize> {
     let mut names: Vec<&str> = Vec::new();
     let mut blocks = Vec::new();
     for s in stmts {
         let ast::Stmt::Let(l) = s else { break };
-        let (PatternKind::Bind(n), Some(b)) = (&l.pattern.kind, block_rhs(&l.value)) else {
+        let (PatternKind::Bind(n), Some(b)) = (&l.pattern.kind, l.value.as_block_literal()) else {
             break;
         };
         if names.contains(&n.text.as_str()) {

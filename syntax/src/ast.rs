@@ -76,6 +76,35 @@ pub struct Chain {
     pub span: Span,
 }
 
+impl Chain {
+    /// The block literal this chain consists of, if that is all it is: one
+    /// pipeline of one command whose head is an unindexed `{…}` with no
+    /// arguments or redirects. A `let` with such a right-hand side binds a
+    /// named block, which may be referred to before it (spec §5.7).
+    pub fn as_block_literal(&self) -> Option<&Block> {
+        let [pipeline] = self.alternatives.as_slice() else {
+            return None;
+        };
+        let [stage] = pipeline.stages.as_slice() else {
+            return None;
+        };
+        let StageKind::Command(cmd) = &stage.kind else {
+            return None;
+        };
+        if !cmd.args.is_empty() || !cmd.redirects.is_empty() {
+            return None;
+        }
+        match &cmd.head {
+            Head::Atom(Atom {
+                primary: Primary::Block(b),
+                indexes,
+                ..
+            }) if indexes.is_empty() => Some(b),
+            Head::Atom(_) | Head::Caret(_) => None,
+        }
+    }
+}
+
 /// `stage | stage | …` (spec §7). One stage means no `|`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Pipeline {

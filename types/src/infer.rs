@@ -581,7 +581,9 @@ impl<'a> Infer<'a> {
         let mut seen: std::collections::HashSet<&str> = std::collections::HashSet::default();
         for s in stmts {
             if let Stmt::Let(l) = s {
-                if let (PatternKind::Bind(n), Some(_)) = (&l.pattern.kind, block_rhs(&l.value)) {
+                if let (PatternKind::Bind(n), Some(_)) =
+                    (&l.pattern.kind, l.value.as_block_literal())
+                {
                     if self.local(&n.text).is_none() && seen.insert(n.text.as_str()) {
                         slots.push(n.text.clone());
                         slot_binders.push(n.span);
@@ -649,7 +651,7 @@ impl<'a> Infer<'a> {
         open: &mut HashMap<String, Ty>,
     ) -> Vec<(String, Scheme, Span)> {
         let named_block = match &l.pattern.kind {
-            PatternKind::Bind(n) if block_rhs(&l.value).is_some() => Some(n.text.clone()),
+            PatternKind::Bind(n) if l.value.as_block_literal().is_some() => Some(n.text.clone()),
             PatternKind::Bind(_)
             | PatternKind::Wildcard
             | PatternKind::List { .. }
@@ -2332,30 +2334,6 @@ fn is_boundary(b: &crate::builtins::Builtin) -> bool {
     match b.kind {
         BuiltinKind::Decoder | BuiltinKind::Boundary => true,
         BuiltinKind::Builtin | BuiltinKind::Prelude | BuiltinKind::BaseHandler => false,
-    }
-}
-
-/// The block literal a `let` binds, if its right-hand side is exactly one.
-fn block_rhs(c: &Chain) -> Option<&Block> {
-    let [p] = c.alternatives.as_slice() else {
-        return None;
-    };
-    let [s] = p.stages.as_slice() else {
-        return None;
-    };
-    let StageKind::Command(cmd) = &s.kind else {
-        return None;
-    };
-    if !cmd.args.is_empty() || !cmd.redirects.is_empty() {
-        return None;
-    }
-    match &cmd.head {
-        Head::Atom(Atom {
-            primary: Primary::Block(b),
-            indexes,
-            ..
-        }) if indexes.is_empty() => Some(b),
-        Head::Atom(_) | Head::Caret(_) => None,
     }
 }
 
