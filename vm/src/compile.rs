@@ -722,11 +722,23 @@ impl<'a, 'm> FnCx<'a, 'm> {
                 });
             }
             Expr::Force { thunk, tail } => self.call(thunk, &[], *tail, dst)?,
-            Expr::Exec { head, .. } => {
-                // Even a statically known base handler (`echo`) goes through
-                // command dispatch, which is not built yet.
-                let _: &ExecHead = head;
-                self.unsupported(Feature::Exec);
+            Expr::Exec {
+                head,
+                args,
+                redirects,
+            } => {
+                // Only the statically known base handler `echo` without
+                // redirects runs; every other command goes through command
+                // dispatch, which is not built yet.
+                if redirects.is_empty() && is_echo(head) {
+                    let mark = self.next;
+                    let list = self.temp()?;
+                    self.expr(&Expr::MakeList(args.clone()), list)?;
+                    self.emit(Op::Echo { dst, list });
+                    self.release(mark);
+                } else {
+                    self.unsupported(Feature::Exec);
+                }
             }
             Expr::If {
                 cond,
@@ -1003,6 +1015,16 @@ fn imm(op: ArithOp, n: i64) -> Option<i16> {
         ArithOp::Add => i16::try_from(n).ok(),
         ArithOp::Sub => n.checked_neg().and_then(|m| i16::try_from(m).ok()),
         ArithOp::Mul | ArithOp::Div | ArithOp::Rem => None,
+    }
+}
+
+/// Whether `head` is the base handler `echo`.
+fn is_echo(head: &ExecHead) -> bool {
+    match head {
+        ExecHead::Base(id) => ral_types::builtin_table()
+            .entry(*id)
+            .is_some_and(|b| b.name == "echo"),
+        ExecHead::Name(_) | ExecHead::External(_) | ExecHead::Path(_) => false,
     }
 }
 

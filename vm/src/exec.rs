@@ -48,8 +48,9 @@
 //! # Not yet supported
 //!
 //! These compile to [`Op::Unsupported`], which fails with a message naming
-//! the feature: external commands and command dispatch (`Exec`, including
-//! base handlers such as `echo`), `within`, `grant`, `audit`, `guard`,
+//! the feature: external commands and command dispatch (`Exec`; of the
+//! base handlers only `echo` without redirects runs, as [`Op::Echo`]),
+//! `within`, `grant`, `audit`, `guard`,
 //! pipelines, redirects, and a recursive-group member referenced from a
 //! block nested inside a member. Builtins not in this crate's registry
 //! (host and prelude ones) fail when called. `Ctx::call` does not yet
@@ -92,12 +93,23 @@ pub enum RunError {
 }
 
 /// Where standard output goes when nothing captures it.
-#[derive(Debug)]
 pub enum Stdout {
     /// The process's standard output.
     Inherit,
     /// A buffer the host reads with [`Vm::take_output`].
     Buffer(Vec<u8>),
+    /// Any writer the host injects (a pipe, a file, a shared test buffer).
+    Writer(Box<dyn std::io::Write + Send>),
+}
+
+impl std::fmt::Debug for Stdout {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Stdout::Inherit => f.write_str("Inherit"),
+            Stdout::Buffer(b) => f.debug_tuple("Buffer").field(&b.len()).finish(),
+            Stdout::Writer(_) => f.write_str("Writer(..)"),
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -178,7 +190,7 @@ impl Vm {
     pub fn take_output(&mut self) -> Vec<u8> {
         match &mut self.stdout {
             Stdout::Buffer(b) => std::mem::take(b),
-            Stdout::Inherit => Vec::new(),
+            Stdout::Inherit | Stdout::Writer(_) => Vec::new(),
         }
     }
 
@@ -1310,6 +1322,11 @@ impl Vm {
                     let v = tri!(decode_capture(bytes));
                     set!(dst, v);
                 }
+                Op::Echo { dst, list } => {
+                    let line = tri!(echo_line(&r!(list)));
+                    tri!(self.write(line.as_bytes()));
+                    set!(dst, Value::Unit);
+                }
                 Op::Unsupported { feature } => tri!(Err(Failure::error(format!(
                     "{} is not supported by this VM yet",
                     feature.name()
@@ -1392,6 +1409,9 @@ impl Ctx for Vm {
                     .write_all(bytes)
                     .map_err(|e| Failure::error(format!("write: {e}")))
             }
+            Stdout::Writer(w) => w
+                .write_all(bytes)
+                .map_err(|e| Failure::error(format!("write: {e}"))),
         }
     }
 
@@ -1561,6 +1581,23 @@ fn spread_args(list: &Value) -> Result<Vec<Value>, Failure> {
     } else {
         Err(kind_error("a List of arguments", list))
     }
+}
+
+/// What `echo` writes for its argument list: each item in the text
+/// conversion, separated by single spaces, then a newline (§14.6).
+fn echo_line(list: &Value) -> Result<String, Failure> {
+    let Value::List(items) = list else {
+        return Err(kind_error("a List of arguments", list));
+    };
+    let mut line = String::new();
+    for (i, item) in items.iter().enumerate() {
+        if i > 0 {
+            line.push(' ');
+        }
+        crate::display::write_text(&mut line, item);
+    }
+    line.push('\n');
+    Ok(line)
 }
 
 fn decode_capture(bytes: Vec<u8>) -> Result<Value, Failure> {

@@ -289,6 +289,10 @@ pub enum Op {
     /// `r[dst] :=` the captured bytes as strict UTF-8 with one final newline
     /// removed; restores the previous sink.
     CaptureEnd { dst: Reg },
+    /// The base handler `echo` (§14.6): writes the items of the list in
+    /// `r[list]`, each in the text conversion, separated by single spaces
+    /// and followed by a newline, to the current output sink; `r[dst] := ()`.
+    Echo { dst: Reg, list: Reg },
     /// Fails: the feature is not supported by this VM yet.
     Unsupported { feature: Feature },
 }
@@ -407,6 +411,7 @@ impl Op {
             Op::PopHandler => "pop-handler",
             Op::CaptureBegin => "capture-begin",
             Op::CaptureEnd { .. } => "capture-end",
+            Op::Echo { .. } => "echo",
             Op::Unsupported { .. } => "unsupported",
         }
     }
@@ -587,6 +592,7 @@ impl Op {
             Op::PushTry { err, target } => (format!("{}, @{target}", r(err)), none()),
             Op::PushChain { target } => (format!("@{target}"), none()),
             Op::PopHandler | Op::CaptureBegin => (none(), none()),
+            Op::Echo { dst, list } => (format!("{}, {}", r(dst), r(list)), none()),
             Op::Unsupported { feature } => (feature.name().to_owned(), none()),
         }
     }

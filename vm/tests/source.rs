@@ -95,9 +95,21 @@ fn a_failed_turn_keeps_earlier_definitions() {
 
 #[test]
 fn commands_are_not_supported_yet() {
-    let r = run("echo hi").1;
+    let r = run("ls -l").1;
     assert!(
         matches!(&r, Err(RunError::Escape(Escape::Fail(f))) if f.message.contains("not supported")),
         "{r:?}"
     );
+    let r = run("echo hi > out.txt").1;
+    assert!(
+        matches!(&r, Err(RunError::Escape(Escape::Fail(f))) if f.message.contains("not supported")),
+        "{r:?}"
+    );
+}
+
+#[test]
+fn echo_writes_and_captures() {
+    let (mut vm, r) = run("echo a [1, 2] ...[x, 'y z'] 1.50\nlet s = echo hi\n$s");
+    assert_eq!(r, Ok(Value::str("hi")));
+    assert_eq!(vm.take_output(), b"a [1, 2] x y z 1.5\n");
 }
