@@ -189,6 +189,10 @@ codes! {
     AmbiguousIndex = "ambiguous-index", Type, Error, "nothing decides whether a computed index reads a list or a map";
     /// A top-level `let` hides a prelude function or builtin.
     PreludeShadow = "prelude-shadow", Type, Warning, "a top-level binding hides a prelude function or builtin";
+
+    // ---- runtime (spec §8.5, §16.3) ----
+    /// A failure no handler caught ended the program.
+    RuntimeFailure = "runtime-failure", Runtime, Error, "a failure no `try` or `?` handled ended the program";
 }
 
 impl fmt::Display for Code {

@@ -66,6 +66,7 @@ use crate::failure::{Cause, Failure, Reason};
 use crate::op::{ArithCode, Op, Proto, Reg};
 use crate::session::{Mobile, SlotId};
 use crate::value::{Func, Record, Value};
+use ral_syntax::Span;
 
 /// How deep builtin callbacks may nest runs of the loop.
 pub const MAX_NESTED_RUNS: usize = 200;
@@ -319,6 +320,7 @@ impl Vm {
                         return Err(Escape::Exit(status));
                     }
                     if !self.unwind(f.clone(), stop) {
+                        let f = self.locate(f);
                         self.abandon(stop);
                         return Err(Escape::Fail(f));
                     }
@@ -329,6 +331,38 @@ impl Vm {
                 }
             }
         }
+    }
+
+    /// Stamps an escaping failure with the span of the failing instruction
+    /// and the call trace of the live frames (innermost first), unless an
+    /// inner run already did. Each frame's saved `pc` is one past the
+    /// instruction it was executing.
+    #[cold]
+    fn locate(&self, mut f: Failure) -> Failure {
+        if f.span.is_some() {
+            return f;
+        }
+        let site = |fr: &Frame| -> Option<Span> {
+            let p = self.protos.get(fr.proto as usize)?;
+            let at = (fr.pc as usize).checked_sub(1)?;
+            p.spans.get(at).copied()
+        };
+        f.span = self.frames.last().and_then(site);
+        f.trace = self
+            .frames
+            .windows(2)
+            .rev()
+            .filter_map(|w| {
+                let span = site(&w[0])?;
+                let name = self
+                    .protos
+                    .get(w[1].proto as usize)
+                    .map(|p| p.name.clone())
+                    .filter(|n| !n.is_empty());
+                Some((name, span))
+            })
+            .collect();
+        f
     }
 
     /// Drops this run's frames and handlers after an escape.

@@ -11,6 +11,8 @@ use std::fmt;
 use std::ops::{Deref, DerefMut};
 use std::sync::Arc;
 
+use ral_syntax::Span;
+
 /// The status a builtin reports when it cannot complete and the spec names
 /// no other.
 pub const STATUS_ERROR: i32 = 1;
@@ -33,6 +35,12 @@ pub struct FailureInfo {
     /// The innermost failing command's name, stamped by dispatch; `None`
     /// reads as `<runtime>`.
     pub cmd: Option<Arc<str>>,
+    /// The source of the failing instruction, stamped when the failure
+    /// escapes a run uncaught; `None` until then (and in `try` records).
+    pub span: Option<Span>,
+    /// The active ral call sites when it escaped, innermost first: the
+    /// callee's name where known and the call's span.
+    pub trace: Vec<(Option<String>, Span)>,
 }
 
 /// Why a failure happened (§8.6).
@@ -124,6 +132,8 @@ impl Failure {
                 message,
                 reason,
                 cmd: None,
+                span: None,
+                trace: Vec::new(),
             }),
         }
     }

@@ -113,3 +113,29 @@ fn echo_writes_and_captures() {
     assert_eq!(r, Ok(Value::str("hi")));
     assert_eq!(vm.take_output(), b"a [1, 2] x y z 1.5\n");
 }
+
+#[test]
+fn an_uncaught_failure_carries_its_span_and_call_trace() {
+    let src =
+        "let g = { |x| $[$x / 0] }\nlet f = { |x| let y = g $x\n $[$y + 1] }\nlet z = f 1\n$z";
+    let r = run(src).1;
+    let Err(RunError::Escape(Escape::Fail(f))) = r else {
+        panic!("{r:?}");
+    };
+    let text = |s: ral_syntax::Span| &src[s.start as usize..s.end as usize];
+    let span = f.span.expect("a span");
+    assert_eq!(text(span), "$x / 0", "{f:?}");
+    assert_eq!(f.trace.len(), 2, "{f:?}");
+    assert_eq!(f.trace[0].0.as_deref(), Some("g"), "{f:?}");
+    assert_eq!(text(f.trace[0].1), "g $x", "{f:?}");
+    assert_eq!(f.trace[1].0.as_deref(), Some("f"), "{f:?}");
+    assert_eq!(text(f.trace[1].1), "f 1", "{f:?}");
+}
+
+#[test]
+fn a_caught_failure_is_not_located() {
+    assert_eq!(
+        value("try { fail [status: 3, message: 'boom'] } { |e| $e[status] }"),
+        Value::Int(3)
+    );
+}
