@@ -129,8 +129,8 @@ fn function(g: &mut Generator, n: usize) {
     g.lines(&s);
 }
 
-fn record(g: &mut Generator, n: usize) {
-    let mut s = String::new();
+/// A record literal and a record update of it; shared by both generators.
+fn server_record(s: &mut String, n: usize) {
     let _ = writeln!(
         s,
         "let server_{n} = [host: 'db{n}.example.com', port: {}, tags: ['primary', 'zone-{}'], retries: 3]",
@@ -142,6 +142,11 @@ fn record(g: &mut Generator, n: usize) {
         "let moved_{n} = [...$server_{n}, port: {}]",
         6000 + n % 1000
     );
+}
+
+fn record(g: &mut Generator, n: usize) {
+    let mut s = String::new();
+    server_record(&mut s, n);
     g.lines(&s);
 }
 

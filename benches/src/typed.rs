@@ -3,7 +3,7 @@
 
 use std::fmt::Write;
 
-use crate::Generator;
+use crate::{server_record, Generator};
 
 /// Generates a well-typed ral program of exactly `lines` lines.
 ///
@@ -100,17 +100,7 @@ fn functions(g: &mut Generator, n: usize) {
 
 fn records(g: &mut Generator, n: usize) {
     let mut s = String::new();
-    let _ = writeln!(
-        s,
-        "let server_{n} = [host: 'db{n}.example.com', port: {}, tags: ['primary', 'zone-{}'], retries: 3]",
-        5000 + n % 1000,
-        n % 5
-    );
-    let _ = writeln!(
-        s,
-        "let moved_{n} = [...$server_{n}, port: {}]",
-        6000 + n % 1000
-    );
+    server_record(&mut s, n);
     let _ = writeln!(
         s,
         "let retry_{n} = {{ |r| return [...$r, retries: $[$r[retries] + 1]] }}"
