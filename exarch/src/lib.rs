@@ -1,2 +1,34 @@
-//! exarch: an LLM coding agent whose one tool is a ral turn (issue 7).
-//! Nothing is implemented yet.
+//! exarch: an LLM coding agent whose one tool, `ral`, runs a ral program as
+//! one turn on a persistent ral session.
+//!
+//! exarch is a consumer of `ral_host`'s public API and nothing else. The
+//! layers, bottom up:
+//!
+//! - [`message`], [`provider`]: the conversation and the two wire formats
+//!   (tokio and the HTTP client live only in `provider`);
+//! - [`tool`], [`terminal`], [`value_text`], [`render`]: the tool's input
+//!   and the result string the model reads;
+//! - [`shell_eval`], [`bus`], [`session`]: one call as a turn on the shell
+//!   (the per-call IO frame, the pump and its completion flag, the durable
+//!   snapshot, leases);
+//! - [`agent`]: the loop;
+//! - [`log`], [`prompt`], [`pricing`], [`control`], [`cli`], [`headless`],
+//!   [`interactive`]: the program around it.
+
+pub mod agent;
+pub mod bus;
+pub mod cli;
+pub mod control;
+pub mod headless;
+pub mod interactive;
+pub mod log;
+pub mod message;
+pub mod pricing;
+pub mod prompt;
+pub mod provider;
+pub mod render;
+pub mod session;
+pub mod shell_eval;
+pub mod terminal;
+pub mod tool;
+pub mod value_text;

@@ -1,2 +1,52 @@
-//! ral-host: the persistent session and its one door, `Shell::run_turn`
-//! (issue 6), and the `ral` and `ralc` binaries. Only `ralc` exists so far.
+//! ral-host: the persistent ral session and its one door.
+//!
+//! An embedder (the REPL, batch `ral`, exarch) writes `use ral_host::*;`,
+//! makes a [`Shell`] and calls [`Shell::run_turn`] with a [`TurnRequest`]
+//! for every piece of source; it gets a [`TurnReport`] back. That is the
+//! whole contract:
+//!
+//! ```
+//! use ral_host::*;
+//! let mut shell = Shell::default();
+//! let report = shell.run_turn("let x = 1", TurnRequest::new("<stdin>"));
+//! assert_eq!(report.status(), 0);
+//! let report = shell.run_turn("return $[$x + 1]", TurnRequest::new("<stdin>"));
+//! let TurnReport::Ran { result: Settled::Ok(v), .. } = report else { panic!() };
+//! assert_eq!(v, Value::Int(2));
+//! ```
+//!
+//! - [`turn`]: the request and report vocabulary; synchronous, no runtime
+//!   types.
+//! - [`shell`]: [`Shell`], the turn's steps, the laws (a failed run keeps
+//!   its bindings; the only rollback is the panic checkpoint), the IO frame
+//!   and the turn wall.
+//! - [`leases`]: the binding lease ledger an embedder may arm.
+//! - [`workers`]: the per-shell worker registry and the worker builtins
+//!   (`spawn`, `await`, …, `surface`) every shell installs.
+//!
+//! Cargo feature `fault-injection` (off by default) adds the `__panic`
+//! builtin so tests can reach the panic checkpoint.
+
+mod fault;
+pub mod leases;
+pub mod shell;
+pub mod turn;
+pub mod workers;
+
+pub use leases::{
+    pins_running_work, pins_running_work_by, BindingLease, BindingLedger, BindingPruneNotice,
+};
+pub use shell::{render_failure, runtime_diagnostic, CancelHandle, MobileSnapshot, Shell};
+pub use turn::{
+    Capabilities, Captured, EventSink, Settled, StaticDiagnostics, SurfaceSink, TurnIo,
+    TurnLifecycle, TurnReport, TurnRequest, STATUS_PANICKED, STATUS_PARSE, STATUS_TIMED_OUT,
+    STATUS_TYPE,
+};
+
+pub use workers::WorkerRegistry;
+
+pub use ral_syntax::render::Color;
+pub use ral_syntax::{Diagnostic, SourceId, SourceMap};
+pub use ral_types::EnvEntry;
+pub use ral_vm::caps::Layer;
+pub use ral_vm::{Cause, Failure, Handle, Mobile, Reason, Stdout, Value};

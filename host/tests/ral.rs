@@ -1,45 +1,198 @@
-//! The `ral` binary end to end: statuses, stdout and rendered failures.
+//! The `ral` binary end to end: modes, arguments, statuses, stdout and
+//! rendered failures (spec §10.1, §16), Ctrl-C (§8.10), and the REPL, both
+//! fed on a pipe (`ral -i`) and driven through a pseudo-terminal (§15.1,
+//! §15.2).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::process::{Command, Output};
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
 
+fn ral_command(args: &[&str]) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_ral"));
+    cmd.args(args).env("NO_COLOR", "1");
+    cmd
+}
+
+/// Runs `ral ARGS` with standard input closed (not a terminal, so a bare
+/// `ral` reads an empty program).
 fn ral(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_ral"))
-        .args(args)
-        .env("NO_COLOR", "1")
+    ral_command(args)
+        .stdin(Stdio::null())
         .output()
         .expect("ral runs")
+}
+
+/// Runs `ral ARGS` with `input` on standard input.
+fn ral_with_stdin(args: &[&str], input: &str) -> Output {
+    let mut child = ral_command(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("ral starts");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .or_else(|e| {
+            // ral refused the command line before reading its input.
+            if e.kind() == std::io::ErrorKind::BrokenPipe {
+                Ok(())
+            } else {
+                Err(e)
+            }
+        })
+        .unwrap();
+    child.wait_with_output().expect("ral runs")
 }
 
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
-fn script(name: &str, src: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("ral-host-test-{}", std::process::id()));
+/// A fresh directory for this test.
+fn scratch(test: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("ral-cli-{}-{test}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join(name);
+    dir
+}
+
+fn script(test: &str, name: &str, src: &str) -> PathBuf {
+    let path = scratch(test).join(name);
     std::fs::write(&path, src).unwrap();
     path
 }
 
+// ---------------------------------------------------------------- batch
+
 #[test]
 fn a_script_prints_with_echo() {
-    let path = script("echo.ral", "let n = $[2 + 3]\necho \"n=$n\"\necho done\n");
-    let out = ral(&[path.to_str().unwrap(), "ignored", "args"]);
+    let path = script(
+        "echo",
+        "echo.ral",
+        "let n = $[2 + 3]\necho \"n=$n\"\necho done\n",
+    );
+    let out = ral(&[path.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert_eq!(text(&out.stdout), "n=5\ndone\n");
 }
 
 #[test]
-fn arguments_after_code_do_not_change_the_output() {
-    let plain = ral(&["-c", "echo hello"]);
-    let with_args = ral(&["-c", "echo hello", "a", "-c", "b"]);
-    assert_eq!(plain.status.code(), Some(0));
-    assert_eq!(with_args.status.code(), Some(0));
-    assert_eq!(text(&plain.stdout), "hello\n");
-    assert_eq!(text(&with_args.stdout), "hello\n");
+fn an_empty_program_exits_0() {
+    let out = ral(&["-c", ""]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(out.stdout.is_empty() && out.stderr.is_empty());
+}
+
+#[test]
+fn arguments_reach_args() {
+    let out = ral(&["-c", "echo !{args}", "a", "-c", "b c"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "[a, -c, 'b c']\n");
+
+    let path = script(
+        "args",
+        "args.ral",
+        "let [first, ...rest] = args\necho $first\necho !{length $rest}\n",
+    );
+    let out = ral(&[path.to_str().unwrap(), "--force", "x", "y"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "--force\n2\n");
+
+    // `--` ends ral's options; the script is not among its own arguments.
+    let out = ral(&["--", path.to_str().unwrap(), "only"]);
+    assert_eq!(text(&out.stdout), "only\n0\n", "{}", text(&out.stderr));
+}
+
+#[test]
+fn without_arguments_args_is_empty() {
+    let out = ral(&["-c", "echo !{length !{args}}"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "0\n");
+}
+
+#[test]
+fn script_names_the_file_and_only_a_file() {
+    let path = script("script", "where.ral", "echo $SCRIPT\n");
+    let out = ral(&[path.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), format!("{}\n", path.display()));
+
+    // `-c` and standard input have no script path: a compile-time error.
+    for out in [
+        ral(&["-c", "echo $SCRIPT"]),
+        ral_with_stdin(&["-s"], "echo $SCRIPT\n"),
+    ] {
+        assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+        assert!(out.stdout.is_empty());
+        assert!(
+            text(&out.stderr).contains("script-outside-file"),
+            "{}",
+            text(&out.stderr)
+        );
+    }
+}
+
+#[test]
+fn the_program_can_come_from_standard_input() {
+    let prog = "let x = 6\necho $[$x * 7]\n";
+    for args in [&["-s"][..], &[][..], &["-"][..], &["-i", "-s"][..]] {
+        let out = ral_with_stdin(args, prog);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{args:?}: {}",
+            text(&out.stderr)
+        );
+        assert_eq!(text(&out.stdout), "42\n", "{args:?}");
+    }
+    // A script positional wins over -s: standard input is left alone.
+    let path = script("stdin", "file.ral", "echo from-file\n");
+    let out = ral_with_stdin(&["-s", path.to_str().unwrap()], "echo from-stdin\n");
+    assert_eq!(text(&out.stdout), "from-file\n", "{}", text(&out.stderr));
+}
+
+#[test]
+fn check_parses_and_checks_without_running() {
+    let dir = scratch("check");
+    let marker = dir.join("ran");
+    let path = dir.join("prog.ral");
+    std::fs::write(
+        &path,
+        format!("echo checked > '{}'\necho $SCRIPT\n", marker.display()),
+    )
+    .unwrap();
+    for flag in ["-n", "--check"] {
+        let out = ral(&[flag, path.to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        assert!(out.stdout.is_empty());
+    }
+    assert!(!marker.exists(), "--check ran the program");
+
+    let out = ral(&["-n", "-c", "echo $[1 + 'a']"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("kind-mismatch"),
+        "{}",
+        text(&out.stderr)
+    );
+
+    let out = ral(&["-n", "-c", "let = ("]);
+    assert_eq!(out.status.code(), Some(2));
+
+    // It needs a script or -c.
+    let out = ral_with_stdin(&["-n"], "echo hi\n");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("--check needs"),
+        "{}",
+        text(&out.stderr)
+    );
 }
 
 #[test]
@@ -63,6 +216,54 @@ fn a_parse_error_exits_2() {
 }
 
 #[test]
+fn bad_command_lines_exit_2() {
+    for args in [&["--frobnicate"][..], &["-c"][..]] {
+        let out = ral(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(
+            text(&out.stderr).contains("usage:"),
+            "{}",
+            text(&out.stderr)
+        );
+    }
+}
+
+#[cfg(unix)]
+#[test]
+fn a_non_utf8_argument_is_refused_with_status_2() {
+    use std::os::unix::ffi::OsStrExt;
+    let out = ral_command(&["-c", "echo ran"])
+        .arg(std::ffi::OsStr::from_bytes(b"caf\xe9"))
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(out.stdout.is_empty(), "{}", text(&out.stdout));
+    assert!(
+        text(&out.stderr).contains("not valid UTF-8"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
+fn help_and_version() {
+    let out = ral(&["--help"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(
+        text(&out.stdout).contains("-c CODE [ARG...]"),
+        "{}",
+        text(&out.stdout)
+    );
+    let out = ral(&["--version"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(
+        text(&out.stdout),
+        format!("ral {}\n", env!("CARGO_PKG_VERSION"))
+    );
+}
+
+#[test]
 fn an_unreadable_file_exits_1() {
     let out = ral(&["/nonexistent/ral/script.ral"]);
     assert_eq!(out.status.code(), Some(1));
@@ -76,6 +277,7 @@ fn an_unreadable_file_exits_1() {
 #[test]
 fn an_uncaught_failure_reports_site_and_trace() {
     let path = script(
+        "fail",
         "fail.ral",
         "let f = { |x| fail [status: 7, message: 'boom'] }\nlet y = f 1\necho after\n",
     );
@@ -85,7 +287,18 @@ fn an_uncaught_failure_reports_site_and_trace() {
     assert!(out.stdout.is_empty(), "{}", text(&out.stdout));
     assert!(err.contains("runtime-failure"), "{err}");
     assert!(err.contains("boom"), "{err}");
+    // The failing site, then the call that led there.
+    assert!(err.contains("fail.ral:1:15"), "{err}");
     assert!(err.contains("in function `f` called at 2:9"), "{err}");
+    assert!(!err.to_lowercase().contains("roll"), "{err}");
+}
+
+#[test]
+fn output_before_a_failure_is_kept() {
+    let out = ral(&["-c", "echo one\nfail [status: 300, message: big]\necho two"]);
+    assert_eq!(text(&out.stdout), "one\n");
+    // Statuses are clamped to what a process can exit with.
+    assert_eq!(out.status.code(), Some(255), "{}", text(&out.stderr));
 }
 
 #[test]
@@ -94,19 +307,289 @@ fn exit_sets_the_status() {
     assert_eq!(out.status.code(), Some(4));
     let out = ral(&["-c", "exit 300"]);
     assert_eq!(out.status.code(), Some(255));
+    let out = ral(&["-c", "echo a\nexit 3\necho b"]);
+    assert_eq!(out.status.code(), Some(3));
+    assert_eq!(text(&out.stdout), "a\n");
 }
 
 #[test]
 fn a_final_false_exits_1() {
     assert_eq!(ral(&["-c", "false"]).status.code(), Some(1));
     assert_eq!(ral(&["-c", "true"]).status.code(), Some(0));
+    assert_eq!(ral(&["-c", "false\ntrue"]).status.code(), Some(0));
 }
 
 #[test]
-fn unsupported_features_fail_honestly() {
-    let out = ral(&["-c", "ls"]);
-    assert_eq!(out.status.code(), Some(1));
-    let err = text(&out.stderr);
-    assert!(err.contains("runtime-failure"), "{err}");
-    assert!(err.contains("not supported by this VM yet"), "{err}");
+fn a_failed_command_exits_with_its_status() {
+    let out = ral(&["-c", "sh -c 'exit 5'"]);
+    assert_eq!(out.status.code(), Some(5), "{}", text(&out.stderr));
+}
+
+/// Waits for `child` at most `limit`.
+fn wait_for(child: &mut std::process::Child, limit: Duration) -> std::process::ExitStatus {
+    let start = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        assert!(start.elapsed() < limit, "ral did not stop within {limit:?}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[cfg(unix)]
+#[test]
+fn ctrl_c_cancels_a_batch_run_with_status_130() {
+    // A ral loop (the VM's poll) and an external command (its teardown).
+    for prog in [
+        "echo started\nlet spin = { |n| spin $[$n + 1] }\nspin 0",
+        "echo started\nsleep 30\necho never",
+    ] {
+        let mut child = ral_command(&["-c", prog])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Wait until the program runs, so the interrupt lands mid-run.
+        let mut stdout = child.stdout.take().unwrap();
+        let mut first = [0u8; 8];
+        std::io::Read::read_exact(&mut stdout, &mut first).unwrap();
+        assert_eq!(&first, b"started\n");
+        let sent = Command::new("kill")
+            .args(["-INT", &child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(sent.success());
+        let status = wait_for(&mut child, Duration::from_secs(10));
+        let mut err = String::new();
+        std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+        assert_eq!(status.code(), Some(130), "{prog}: {err}");
+        assert!(err.contains("interrupted"), "{err}");
+    }
+}
+
+#[cfg(unix)]
+#[test]
+fn sigterm_and_sigquit_cancel_a_batch_run_with_their_statuses() {
+    for (signal, want, word) in [("-TERM", 143, "terminated"), ("-QUIT", 131, "aborted")] {
+        let mut child = ral_command(&["-c", "echo started\nsleep 30\necho never"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stdout = child.stdout.take().unwrap();
+        let mut first = [0u8; 8];
+        std::io::Read::read_exact(&mut stdout, &mut first).unwrap();
+        let sent = Command::new("kill")
+            .args([signal, &child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(sent.success());
+        let status = wait_for(&mut child, Duration::from_secs(10));
+        let mut err = String::new();
+        std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+        assert_eq!(status.code(), Some(want), "{signal}: {err}");
+        assert!(err.contains(word), "{signal}: {err}");
+    }
+}
+
+// ------------------------------------------------------- REPL on a pipe
+
+/// `ral -i` with `input` on a pipe: the REPL without a line editor, its
+/// history kept under `state`.
+fn repl_on_a_pipe(test: &str, input: &str) -> (Output, PathBuf) {
+    let state = scratch(test);
+    let mut child = ral_command(&["-i"])
+        .env("XDG_STATE_HOME", &state)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    (child.wait_with_output().unwrap(), state)
+}
+
+#[test]
+fn repl_entries_share_one_session() {
+    let (out, state) = repl_on_a_pipe(
+        "repl-session",
+        "let x = 40\n\
+         return $[$x + 2]\n\
+         let f = { |y|\n\
+           return $[$y * 3]\n\
+         }\n\
+         f 5\n\
+         echo printed\n\
+         let kept = 1; fail [status: 3, message: 'nope']\n\
+         return $kept\n\
+         return [host: 'db', ports: [1, 2]]\n\
+         return #'it's'#\n\
+         let s = 'open\n\
+         string'\n\
+         return $s\n\
+         cd /\n\
+         return !{cwd}\n\
+         return ()\n\
+         return !{echo raw | from-bytes}\n",
+    );
+    let stdout = text(&out.stdout);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert_eq!(
+        stdout,
+        "=> 42\n\
+         => 15\n\
+         printed\n\
+         => 1\n\
+         => [host: 'db', ports: [1, 2]]\n\
+         => #'it's'#\n\
+         => \"open\\nstring\"\n\
+         => '/'\n\
+         raw\n",
+        "{stderr}"
+    );
+    // The failure is reported, and nothing claims its binding was undone.
+    assert!(stderr.contains("nope"), "{stderr}");
+    assert!(!stderr.to_lowercase().contains("roll"), "{stderr}");
+    // Each entry, multi-line ones whole, went to the history file.
+    let history = std::fs::read_to_string(state.join("ral/history")).unwrap();
+    assert!(history.contains("let x = 40"), "{history}");
+    assert!(history.contains("let f = { |y|"), "{history}");
+}
+
+#[test]
+fn repl_reports_errors_and_keeps_going() {
+    let (out, _) = repl_on_a_pipe(
+        "repl-errors",
+        "let = 3\n\
+         echo $[1 + 'a']\n\
+         return $undefined\n\
+         return ok\n",
+    );
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert_eq!(text(&out.stdout), "=> 'ok'\n", "{stderr}");
+    assert!(stderr.contains("kind-mismatch"), "{stderr}");
+    assert!(stderr.matches("Error").count() >= 3, "{stderr}");
+}
+
+#[test]
+fn repl_exit_ends_the_session_with_its_status() {
+    let (out, _) = repl_on_a_pipe("repl-exit", "echo a\nexit 6\necho b\n");
+    assert_eq!(out.status.code(), Some(6));
+    assert_eq!(text(&out.stdout), "a\n");
+}
+
+#[test]
+fn repl_script_and_args_are_not_available() {
+    let (out, _) = repl_on_a_pipe("repl-script", "echo $SCRIPT\necho !{length !{args}}\n");
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("script-outside-file"), "{stderr}");
+    assert_eq!(text(&out.stdout), "0\n", "{stderr}");
+}
+
+// ------------------------------------------- REPL in a pseudo-terminal
+
+#[cfg(unix)]
+mod terminal {
+    use super::*;
+    use rexpect::session::{spawn_command, PtySession};
+
+    /// What rexpect shows for `text`: it reads the terminal a byte at a
+    /// time and makes each byte a `char`, so UTF-8 arrives as Latin-1.
+    fn seen(text: &str) -> String {
+        text.bytes().map(char::from).collect()
+    }
+
+    /// The end of every prompt (`❯ `), as rexpect sees it.
+    fn prompt() -> String {
+        seen("❯ ")
+    }
+
+    fn start(state: &std::path::Path, dir: &std::path::Path) -> PtySession {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_ral"));
+        cmd.env("NO_COLOR", "1")
+            .env("TERM", "xterm")
+            .env("XDG_STATE_HOME", state)
+            .env("HOME", dir)
+            .current_dir(dir);
+        let mut p = spawn_command(cmd, Some(10_000)).expect("ral starts in a pty");
+        p.exp_string(&prompt()).expect("a first prompt");
+        p
+    }
+
+    /// Sends one entry and waits for `want` in what follows.
+    fn entry(p: &mut PtySession, line: &str, want: &str) {
+        p.send_line(line).unwrap();
+        p.exp_string(want)
+            .unwrap_or_else(|e| panic!("after {line:?}, no {want:?}: {e}"));
+    }
+
+    #[test]
+    fn the_repl_in_a_terminal() {
+        let state = scratch("pty-state");
+        let home = scratch("pty-home");
+        std::fs::create_dir_all(home.join("sub")).unwrap();
+        let mut p = start(&state, &home);
+
+        // The prompt abbreviates the home directory; cd persists.
+        entry(&mut p, "cd sub", &seen("~/sub ❯ "));
+        entry(&mut p, "let x = 40", &prompt());
+        entry(&mut p, "return $[$x + 2]", "=> 42");
+
+        // An open brace continues the entry on the next line.
+        p.send_line("let f = { |y|").unwrap();
+        p.send_line("return $[$y * 3] }").unwrap();
+        entry(&mut p, "f 5", "=> 15");
+
+        // Ctrl-C at the prompt abandons the line: `gone` is never bound.
+        // (The editor drops what was typed ahead of an interrupt, as a
+        // terminal does, so each step waits for the screen.)
+        p.exp_string(&prompt()).unwrap();
+        p.send("let gone = 1").unwrap();
+        p.flush().unwrap();
+        p.exp_string("let gone = 1").unwrap();
+        p.send_control('c').unwrap();
+        p.exp_string(&prompt()).unwrap();
+        entry(&mut p, "return $gone", "unbound-name");
+        entry(&mut p, "return after-ctrl-c", "=> 'after-ctrl-c'");
+
+        // Ctrl-C while an entry runs cancels that entry only.
+        p.send_line("sleep 30").unwrap();
+        std::thread::sleep(Duration::from_millis(500));
+        p.send_control('c').unwrap();
+        p.exp_string("interrupted").unwrap();
+        p.exp_string(&prompt()).unwrap();
+        entry(&mut p, "return $x", "=> 40");
+
+        // A failed entry keeps what landed before it, and says nothing else.
+        entry(
+            &mut p,
+            "let kept = 7; fail [status: 3, message: nope]",
+            "Error: nope",
+        );
+        entry(&mut p, "return $kept", "=> 7");
+
+        // Ctrl-D on an empty line ends the session cleanly.
+        p.send_control('d').unwrap();
+        p.exp_eof().unwrap();
+        // rexpect does not re-export nix's `WaitStatus`; its form is
+        // `Exited(Pid(N), status)`.
+        let status = format!("{:?}", p.process().wait().unwrap());
+        assert!(
+            status.starts_with("Exited(") && status.ends_with(", 0)"),
+            "ral ended with {status}"
+        );
+        let history = std::fs::read_to_string(state.join("ral/history")).unwrap();
+        assert!(history.contains("return $[$x + 2]"), "{history}");
+        assert!(!history.contains("let gone"), "{history}");
+    }
 }

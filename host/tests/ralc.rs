@@ -223,7 +223,6 @@ fn usage_errors_exit_2() {
         &["--check"][..],
         &["file.ral"][..],
         &["--bogus", "x.ral"][..],
-        &["--emit=bytecode", "x.ral"][..],
         &["--emit=nonsense", "x.ral"][..],
     ] {
         let out = ralc(args, b"");
@@ -233,9 +232,31 @@ fn usage_errors_exit_2() {
         assert!(err.contains("usage: ralc"), "{args:?}: {err}");
         assert_eq!(stdout(&out), "", "{args:?}");
     }
-    let out = ralc(&["--emit=bytecode", "x.ral"], b"");
+    let out = ralc(&["--emit=nonsense", "x.ral"], b"");
     let err = stderr(&out);
-    assert!(err.contains("available now: ast, types, ir"), "{err}");
+    assert!(
+        err.contains("available now: ast, types, ir, bytecode"),
+        "{err}"
+    );
+}
+
+#[test]
+fn emit_bytecode_disassembles_every_proto() {
+    let dir = scratch("emit_bytecode");
+    let file = write(
+        &dir,
+        "b.ral",
+        b"let inc = { |n| $[$n + 1] }\necho !{inc 41}\n",
+    );
+    let out = ralc(&["--emit=bytecode", &file], b"");
+    assert_eq!(status(&out), 0, "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.contains("proto inc"), "{text}");
+    assert!(
+        text.contains("add-int-k"),
+        "typed arithmetic expected: {text}"
+    );
+    assert!(text.contains("define"), "{text}");
 }
 
 #[test]

@@ -28,7 +28,8 @@
 //! - **Typed operations.** Arithmetic and comparison carry the [`NumKind`] or
 //!   [`OrdKind`] the checker fixed, so the VM emits `add-int`/`lt-float`
 //!   without dynamic type tests where it can.
-//! - **Local recursion.** Adjacent named blocks that refer to each other form
+//! - **Local recursion.** Named blocks of one statement list that refer to
+//!   each other, in any order, form
 //!   a [`Expr::MakeRecGroup`]: one shared capture environment, members made
 //!   from it on demand ([`Operand::Sibling`]), so no reference cycle exists.
 

@@ -573,21 +573,30 @@ mod tests {
 
     #[test]
     fn lowered_program_reads() {
-        let src = "let f = { |x| echo $x $prior }\nf $prior\nlet n = $length\nlet m = map $f [1]";
-        let parsed = ral_syntax::parse(src, SourceId(0));
-        // The checker's verdict on the unbound `prior` does not matter here:
-        // lowering is told which names the session holds.
-        let checked = ral_types::check_program(
-            &parsed.program,
+        // An earlier turn made `prior` and a session `length` (hiding the
+        // builtin); the checker resolves this turn's names against that
+        // session, and the lowering follows the checker.
+        let opts = ral_types::CheckOptions::default();
+        let first = ral_syntax::parse(
+            "let prior = 'p'\nlet length = { |xs| return 0 }\n",
+            SourceId(0),
+        );
+        let first_checked = ral_types::check_program(
+            &first.program,
             SourceId(0),
             &ral_types::TypeEnv::new(),
-            &ral_types::CheckOptions::default(),
+            &opts,
         );
+        assert!(!first_checked.has_errors());
+        let env = ral_types::TypeEnv::new().extend_with(&first_checked);
+        let src = "let f = { |x| echo $x $prior }\nf $prior\nlet n = $length\nlet m = map $f [1]";
+        let parsed = ral_syntax::parse(src, SourceId(0));
+        let checked = ral_types::check_program(&parsed.program, SourceId(0), &env, &opts);
+        assert!(!checked.has_errors());
         let session = |n: &str| n == "prior" || n == "length";
         let m = crate::lower::lower_with_session(&parsed.program, &checked, SourceId(0), &session);
         let got: Vec<String> = referenced_names(&m).into_iter().collect();
-        // A session `length` hides the builtin; `map` stays a builtin and `f`
-        // is this turn's definition.
+        // `map` stays a builtin and `f` is this turn's definition.
         assert_eq!(got, ["length", "prior"]);
     }
 }

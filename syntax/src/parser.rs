@@ -606,19 +606,32 @@ fn is_arg_start(kind: K) -> bool {
 }
 
 /// The grammar of a whole program.
+///
+/// Programs contain atoms (blocks hold programs, atoms hold blocks), so the
+/// two parsers are mutually recursive. Both are made with [`recursive`],
+/// whose self-handle is weak: the program's definition owns its atom parser,
+/// and the atom parser refers back to the program only weakly. (Two
+/// `Recursive::declare`d parsers that owned each other formed an `Rc` cycle
+/// that leaked the whole grammar, several kilobytes, on every parse.)
 fn program_parser<'t, I, Er>() -> impl Parser<'t, I, Program, Extra<'t, Er>>
 where
     I: ValueInput<'t, Token = PTok<'t>, Span = SimpleSpan>,
     Er: ParseError<'t, I>,
 {
-    let mut atom =
-        Recursive::<chumsky::recursive::Indirect<'t, 't, I, Atom, Extra<'t, Er>>>::declare();
-    let mut program =
-        Recursive::<chumsky::recursive::Indirect<'t, 't, I, Program, Extra<'t, Er>>>::declare();
+    let program = recursive(|program| {
+        let atom = recursive(|atom| atom_parser(atom, program.clone()));
+        statements_parser(atom)
+    });
+    program.then_ignore(end())
+}
 
-    // ---- names and patterns -------------------------------------------------
-
-    let pattern = recursive(|pattern| {
+/// Binding patterns.
+fn pattern_parser<'t, I, Er>() -> impl Parser<'t, I, Pattern, Extra<'t, Er>> + Clone
+where
+    I: ValueInput<'t, Token = PTok<'t>, Span = SimpleSpan>,
+    Er: ParseError<'t, I>,
+{
+    recursive(|pattern| {
         let name_pat =
             tok(K::Word)
                 .filter(|t: &PTok<'t>| t.text != "=")
@@ -799,7 +812,22 @@ where
         choice((name_pat, bracket, other_pat))
             .labelled("pattern")
             .boxed()
-    });
+    })
+}
+
+/// One atom (a primary and its postfix indexes), over handles to the atom
+/// and program parsers themselves.
+fn atom_parser<'t, I, Er, A, Q>(
+    atom: A,
+    program: Q,
+) -> impl Parser<'t, I, Atom, Extra<'t, Er>> + Clone
+where
+    I: ValueInput<'t, Token = PTok<'t>, Span = SimpleSpan>,
+    Er: ParseError<'t, I>,
+    A: Parser<'t, I, Atom, Extra<'t, Er>> + Clone + 't,
+    Q: Parser<'t, I, Program, Extra<'t, Er>> + Clone + 't,
+{
+    let pattern = pattern_parser();
 
     // ---- strings ------------------------------------------------------------
 
@@ -1139,17 +1167,25 @@ where
     ))
     .labelled("a value");
 
-    atom.define(
-        primary
-            .then(index.repeated().collect::<Vec<Index>>())
-            .map_with(|(mut a, indexes): (Atom, Vec<Index>), e| {
-                if !indexes.is_empty() {
-                    a.indexes.extend(indexes);
-                    a.span = sp(e.span());
-                }
-                a
-            }),
-    );
+    primary
+        .then(index.repeated().collect::<Vec<Index>>())
+        .map_with(|(mut a, indexes): (Atom, Vec<Index>), e| {
+            if !indexes.is_empty() {
+                a.indexes.extend(indexes);
+                a.span = sp(e.span());
+            }
+            a
+        })
+}
+
+/// A program's statements, over a finished atom parser.
+fn statements_parser<'t, I, Er, A>(atom: A) -> impl Parser<'t, I, Program, Extra<'t, Er>> + Clone
+where
+    I: ValueInput<'t, Token = PTok<'t>, Span = SimpleSpan>,
+    Er: ParseError<'t, I>,
+    A: Parser<'t, I, Atom, Extra<'t, Er>> + Clone + 't,
+{
+    let pattern = pattern_parser();
 
     // ---- redirects -----------------------------------------------------------
 
@@ -1734,17 +1770,13 @@ where
         .labelled("a statement");
 
     let sep = choice((tok(K::Newline), tok(K::Semi)));
-    program.define(
-        choice((sep.to(None), stmt.map(Some)))
-            .repeated()
-            .collect::<Vec<Option<Stmt>>>()
-            .map_with(|stmts, e| Program {
-                stmts: stmts.into_iter().flatten().collect(),
-                span: sp(e.span()),
-            }),
-    );
-
-    program.clone().then_ignore(end())
+    choice((sep.to(None), stmt.map(Some)))
+        .repeated()
+        .collect::<Vec<Option<Stmt>>>()
+        .map_with(|stmts, e| Program {
+            stmts: stmts.into_iter().flatten().collect(),
+            span: sp(e.span()),
+        })
 }
 
 fn tag_as_key(source: SourceId, span: Span, text: &str) -> Diagnostic {

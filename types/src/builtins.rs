@@ -37,6 +37,25 @@ pub enum BuiltinKind {
     Boundary,
 }
 
+impl Builtin {
+    /// The closed scheme of its signature.
+    pub fn scheme(&self) -> &Scheme {
+        self.scheme_cell.get_or_init(|| {
+            // The table is fixed at build time and a test parses every row,
+            // so a failure here is a programming error in this file.
+            parse_scheme(self.sig).unwrap_or_else(|e| {
+                panic!("builtin `{}`: bad signature `{}`: {e}", self.name, self.sig)
+            })
+        })
+    }
+
+    /// Whether it writes its result to standard output at full arity
+    /// (grade w).
+    pub fn writes(&self) -> bool {
+        ends_in_command(self.scheme())
+    }
+}
+
 /// Which layer installs the name.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Layer {
@@ -57,14 +76,14 @@ pub struct Builtin {
     pub name: &'static str,
     /// The signature as written.
     pub sig: &'static str,
-    /// The parsed scheme (closed).
-    pub scheme: Scheme,
+    /// The parsed scheme (closed), parsed on first use: start-up does not
+    /// pay for the ~170 signatures a program never names.
+    scheme_cell: OnceLock<Scheme>,
     /// How the name types.
     pub kind: BuiltinKind,
     /// Who installs it.
     pub layer: Layer,
-    /// Whether it writes its result to standard output at full arity (grade w).
-    pub writes: bool,
+
     /// One line for `help`/`explain`.
     pub doc: &'static str,
 }
@@ -306,6 +325,26 @@ const ROWS: &[Row] = &[
     ("grep-files", B, E, "String -> String -> Returns [String]", "Searches files, raising a `grep` observation."),
 ];
 
+/// Rows that exist only in a build with the `fault-injection` feature: names
+/// a test host uses to reach code paths no ral program can (ral-host's
+/// panic checkpoint). Never part of a normal build, so no program can name
+/// them there.
+#[cfg(feature = "fault-injection")]
+const FAULT_ROWS: &[Row] = &[(
+    "__panic",
+    B,
+    R,
+    "Returns Unit",
+    "Panics inside evaluation (fault-injection builds only).",
+)];
+#[cfg(not(feature = "fault-injection"))]
+const FAULT_ROWS: &[Row] = &[];
+
+/// Every row of this build: the spec's, then the fault-injection ones.
+fn all_rows() -> impl Iterator<Item = &'static Row> {
+    ROWS.iter().chain(FAULT_ROWS)
+}
+
 /// Whether a scheme ends, after all its arrows, in `F_w Unit`.
 pub fn ends_in_command(scheme: &Scheme) -> bool {
     let mut cur = scheme.root();
@@ -323,20 +362,16 @@ pub fn ends_in_command(scheme: &Scheme) -> bool {
 }
 
 fn build() -> BuiltinTable {
-    let mut entries = Vec::with_capacity(ROWS.len());
-    let mut by_name = HashMap::with_capacity_and_hasher(ROWS.len(), Default::default());
-    for &(name, kind, layer, sig, doc) in ROWS {
-        // The table is fixed at build time and a test parses every row, so a
-        // failure here is a programming error in this file.
-        let scheme = parse_scheme(sig)
-            .unwrap_or_else(|e| panic!("builtin `{name}`: bad signature `{sig}`: {e}"));
+    let n_rows = ROWS.len() + FAULT_ROWS.len();
+    let mut entries = Vec::with_capacity(n_rows);
+    let mut by_name = HashMap::with_capacity_and_hasher(n_rows, Default::default());
+    for &(name, kind, layer, sig, doc) in all_rows() {
         let id = BuiltinId(entries.len() as u16);
         by_name.insert(name, id);
         entries.push(Builtin {
             name,
             sig,
-            writes: ends_in_command(&scheme),
-            scheme,
+            scheme_cell: OnceLock::new(),
             kind,
             layer,
             doc,
@@ -351,8 +386,9 @@ pub fn builtin_table() -> &'static BuiltinTable {
     TABLE.get_or_init(build)
 }
 
-/// The raw rows, for tests that check the table itself.
+/// The raw rows of this build, for tests that check the table itself.
 #[cfg(test)]
 pub(crate) fn rows() -> &'static [Row] {
-    ROWS
+    static ALL: OnceLock<Vec<Row>> = OnceLock::new();
+    ALL.get_or_init(|| all_rows().copied().collect())
 }

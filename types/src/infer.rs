@@ -526,7 +526,7 @@ impl<'a> Infer<'a> {
                 );
                 return self.store.error();
             }
-            let c = self.store.instantiate(&b.scheme);
+            let c = self.store.instantiate(b.scheme());
             if is_boundary(b) {
                 self.store.make_weak(c);
             }
@@ -1059,7 +1059,7 @@ impl<'a> Infer<'a> {
             if b.kind == BuiltinKind::BaseHandler {
                 self.elab.heads.insert(s.id, HeadRes::BaseHandler(id));
                 self.argv(c, false);
-                let t = self.store.instantiate(&b.scheme);
+                let t = self.store.instantiate(b.scheme());
                 return match self.store.view(t) {
                     TyView::Con(Con::Arrow { result, .. }) => result,
                     TyView::Var(..) | TyView::Con(_) => self.store.command(),
@@ -1069,7 +1069,7 @@ impl<'a> Infer<'a> {
             if name == "fail" {
                 self.fail_status(c);
             }
-            let comp = self.store.instantiate(&b.scheme);
+            let comp = self.store.instantiate(b.scheme());
             if is_boundary(b) {
                 self.store.make_weak(comp);
             }
@@ -1728,7 +1728,7 @@ impl<'a> Infer<'a> {
         }
         let table = builtin_table();
         if let Some(b) = table.get(name) {
-            let c = self.store.instantiate(&b.scheme);
+            let c = self.store.instantiate(b.scheme());
             let th = self.store.thunk(c);
             self.unify_at(th, t, arm.span, "this handler arm");
             return;

@@ -477,17 +477,17 @@ fn mu_types_parse_and_print() {
 #[test]
 fn every_signature_round_trips() {
     for b in builtin_table().iter() {
-        let printed = print_scheme(&b.scheme, None);
+        let printed = print_scheme(b.scheme(), None);
         let reparsed = parse_scheme(&printed)
             .unwrap_or_else(|e| panic!("{}: `{printed}` does not parse: {e}", b.name));
         assert!(
-            b.scheme.alpha_eq(&reparsed),
+            b.scheme().alpha_eq(&reparsed),
             "{}: `{}` printed as `{printed}` parses to a different scheme",
             b.name,
             b.sig
         );
         assert_eq!(print_scheme(&reparsed, None), printed, "{}", b.name);
-        assert!(b.scheme.is_closed());
+        assert!(b.scheme().is_closed());
     }
 }
 
@@ -501,12 +501,12 @@ fn table_has_no_duplicates_and_lookup_works() {
     assert_eq!(table.len(), rows().len());
     let map = table.get("map").unwrap();
     assert_eq!(
-        print_scheme(&map.scheme, None),
+        print_scheme(map.scheme(), None),
         "∀α β. {α -> Returns β} -> [α] -> Returns [β]"
     );
-    assert!(table.get("to-json").unwrap().writes);
-    assert!(table.get("echo").unwrap().writes);
-    assert!(!table.get("warn").unwrap().writes);
+    assert!(table.get("to-json").unwrap().writes());
+    assert!(table.get("echo").unwrap().writes());
+    assert!(!table.get("warn").unwrap().writes());
     assert!(table.get("no-such-builtin").is_none());
     let id = table.id("fold").unwrap();
     assert_eq!(table.entry(id).unwrap().name, "fold");
@@ -559,13 +559,13 @@ fn builtin_schemes_instantiate_and_check() {
     let mut s = TyStore::new();
     let table = builtin_table();
     // length "abc" : Returns Integer; length 3 is a kind violation.
-    let len = s.instantiate(&table.get("length").unwrap().scheme);
+    let len = s.instantiate(table.get("length").unwrap().scheme());
     let string = s.string();
     let r = s.fresh_comp();
     let want = s.arrow(string, r);
     assert_eq!(s.unify(len, want), Ok(()));
     assert_eq!(show(&s, r), "Returns Integer");
-    let len = s.instantiate(&table.get("length").unwrap().scheme);
+    let len = s.instantiate(table.get("length").unwrap().scheme());
     let int = s.int();
     let r = s.fresh_comp();
     let want = s.arrow(int, r);
@@ -574,7 +574,7 @@ fn builtin_schemes_instantiate_and_check() {
         Err(UnifyError::KindViolation { .. })
     ));
     // `+` on strings, through a `number` scheme.
-    let sum = s.instantiate(&table.get("sum").unwrap().scheme);
+    let sum = s.instantiate(table.get("sum").unwrap().scheme());
     let ls = s.list(string);
     let r = s.fresh_comp();
     let want = s.arrow(ls, r);
@@ -586,12 +586,12 @@ fn builtin_schemes_instantiate_and_check() {
         })
     ));
     // Each instance is fresh.
-    let e1 = s.instantiate(&table.get("equal").unwrap().scheme);
-    let e2 = s.instantiate(&table.get("equal").unwrap().scheme);
+    let e1 = s.instantiate(table.get("equal").unwrap().scheme());
+    let e2 = s.instantiate(table.get("equal").unwrap().scheme());
     assert_ne!(s.find(e1), s.find(e2));
     // Scheme of every entry instantiates to a computation.
     for b in table.iter() {
-        let t = s.instantiate(&b.scheme);
+        let t = s.instantiate(b.scheme());
         assert_eq!(s.sort_of(t), Sort::Comp, "{}", b.name);
     }
 }

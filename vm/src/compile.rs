@@ -30,7 +30,7 @@ use ral_ir::{
 };
 use ral_syntax::Span;
 
-use crate::op::{ArithCode, ConstIdx, Feature, Op, Proto, Reg};
+use crate::op::{ArithCode, ConstIdx, ExecMode, Feature, Op, Proto, RedirCode, Reg};
 use crate::session::{Scope, SlotId};
 use crate::value::{Keys, Value};
 
@@ -53,6 +53,9 @@ pub struct Compiled {
     pub protos: Vec<Proto>,
     /// Program index of `main`.
     pub main: u32,
+    /// Program indices of the pipeline-stage protos compiled out of `main`
+    /// itself: like `main`, nothing refers to them once it has run.
+    pub main_stages: Vec<u32>,
 }
 
 /// Compiles `module`, whose protos will be program protos `base..`.
@@ -73,6 +76,7 @@ pub fn compile_module(
         def_slots,
         groups,
         base,
+        stages: std::cell::RefCell::new(Vec::new()),
     };
     let mut protos = Vec::with_capacity(module.funcs.len());
     for (i, f) in module.funcs.iter().enumerate() {
@@ -81,9 +85,19 @@ pub fn compile_module(
         }
         protos.push(FnCx::compile(&m, f)?);
     }
+    let stages = m.stages.take();
+    let first_stage = base as usize + protos.len();
+    let main_stages = stages
+        .iter()
+        .enumerate()
+        .filter(|(_, (root, _))| *root == module.main)
+        .filter_map(|(i, _)| u32::try_from(first_stage + i).ok())
+        .collect();
+    protos.extend(stages.into_iter().map(|(_, p)| p));
     Ok(Compiled {
         protos,
         main: base + module.main.0,
+        main_stages,
     })
 }
 
@@ -154,6 +168,9 @@ struct ModCx<'a> {
     def_slots: Vec<SlotId>,
     groups: HashMap<u32, Vec<u32>>,
     base: u32,
+    /// Pipeline stage protos, numbered after the module's functions, with
+    /// the function whose body (or a stage of it) they came from.
+    stages: std::cell::RefCell<Vec<(FuncId, Proto)>>,
 }
 
 #[derive(PartialEq, Eq, Hash)]
@@ -171,6 +188,12 @@ struct FnCx<'a, 'm> {
     consts: HashMap<ConstKey, u16>,
     /// Enclosing handlers and captures in this function: no tail calls.
     no_tail: u32,
+    /// Jump targets patched so far (a peephole never folds across one).
+    labels: std::collections::HashSet<u32>,
+    /// How many times the function reads each local's register.
+    reg_uses: Vec<u32>,
+    /// The IR function this code belongs to (a stage inherits its parent's).
+    root: FuncId,
     span: Span,
 }
 
@@ -201,6 +224,22 @@ impl<'a, 'm> FnCx<'a, 'm> {
                 next += 1;
             }
         }
+        let mut local_uses = vec![0u32; n_locals];
+        count_block(&f.body, &mut local_uses);
+        let mut reg_uses = vec![0u32; usize::from(next)];
+        for (l, r) in local_reg.iter().enumerate() {
+            if let Some(slot) = reg_uses.get_mut(usize::from(*r)) {
+                *slot += local_uses.get(l).copied().unwrap_or(0);
+            }
+        }
+        // Parameters arrive from the caller: never fold a write into one.
+        for p in &f.params {
+            if let Some(r) = local_reg.get(p.0 as usize) {
+                if let Some(slot) = reg_uses.get_mut(usize::from(*r)) {
+                    *slot = u32::MAX;
+                }
+            }
+        }
         let params: Vec<String> = (0..f.params.len()).map(|i| format!("p{i}")).collect();
         let mut cx = FnCx {
             m,
@@ -218,6 +257,9 @@ impl<'a, 'm> FnCx<'a, 'm> {
             next: u16::from(next),
             consts: HashMap::new(),
             no_tail: 0,
+            labels: std::collections::HashSet::new(),
+            reg_uses,
+            root: f.id,
             span: f.span,
         };
         for s in &f.body.stmts {
@@ -232,9 +274,92 @@ impl<'a, 'm> FnCx<'a, 'm> {
         Ok(cx.proto)
     }
 
+    /// Compiles a non-final pipeline stage as a proto of its own that
+    /// shares this function's local layout (the VM copies the locals in
+    /// when it starts the stage on its thread); returns its program index.
+    fn compile_stage(&mut self, b: &Block) -> R<u32> {
+        let mut cx = FnCx {
+            m: self.m,
+            proto: Proto {
+                name: "<pipeline stage>".to_owned(),
+                n_params: 0,
+                n_locals: self.proto.n_locals,
+                n_regs: u16::from(self.proto.n_locals),
+                siblings: self.proto.siblings.clone(),
+                params: self.proto.params.clone(),
+                ..Proto::default()
+            },
+            local_reg: self.local_reg.clone(),
+            next: u16::from(self.proto.n_locals),
+            consts: HashMap::new(),
+            no_tail: 0,
+            labels: std::collections::HashSet::new(),
+            reg_uses: self.reg_uses.clone(),
+            root: self.root,
+            span: self.span,
+        };
+        for st in &b.stmts {
+            cx.stmt(st)?;
+        }
+        let mark = cx.next;
+        let r = cx.operand_reg(&b.result)?;
+        cx.emit(Op::Return { src: r });
+        cx.release(mark);
+        cx.proto.n_regs = cx.proto.n_regs.max(1);
+        let mut stages = self.m.stages.borrow_mut();
+        let index = self.m.base as usize + self.m.module.funcs.len() + stages.len();
+        stages.push((self.root, cx.proto));
+        u32::try_from(index).map_err(|_| CompileError("too many protos".into()))
+    }
+
+    /// Emits the ops that open `redirects` in a fresh IO frame (the caller
+    /// emits `IoPop`). `2>&1` goes last, so it means the same wherever it
+    /// was written (§7.4).
+    fn redirects(&mut self, redirects: &[ral_ir::Redirect]) -> R<()> {
+        use ral_ir::RedirectKind as K;
+        self.emit(Op::IoPush);
+        let mut ordered: Vec<&ral_ir::Redirect> = redirects
+            .iter()
+            .filter(|r| !matches!(r.kind, K::ErrToOut | K::Dup(_)))
+            .collect();
+        ordered.extend(
+            redirects
+                .iter()
+                .filter(|r| matches!(r.kind, K::ErrToOut | K::Dup(_))),
+        );
+        for r in ordered {
+            let mark = self.next;
+            let (kind, src) = match &r.kind {
+                K::Write(o) => (RedirCode::Write, self.operand_reg(o)?),
+                K::Stream(o) => (RedirCode::Stream, self.operand_reg(o)?),
+                K::Append(o) => (RedirCode::Append, self.operand_reg(o)?),
+                K::Read(o) => (RedirCode::Read, self.operand_reg(o)?),
+                K::Here(o) => (RedirCode::Here, self.operand_reg(o)?),
+                K::ErrToOut => (RedirCode::ErrToOut, Reg(0)),
+                K::Dup(m) if *m == r.fd => (RedirCode::Keep, Reg(0)),
+                K::Dup(1) if r.fd == 2 => (RedirCode::ErrToOut, Reg(0)),
+                K::Dup(m) => {
+                    return err(format!("redirect {}>&{m} is not supported", r.fd));
+                }
+            };
+            self.emit(Op::Redir {
+                fd: r.fd,
+                kind,
+                src,
+            });
+            self.release(mark);
+        }
+        Ok(())
+    }
+
     // ---- emission helpers ----
 
     fn emit(&mut self, op: Op) -> usize {
+        if let Op::Copy { dst, src } = op {
+            if self.fold_copy(dst, src) {
+                return self.proto.code.len() - 1;
+            }
+        }
         self.proto.code.push(op);
         self.proto.spans.push(self.span);
         self.proto.code.len() - 1
@@ -249,9 +374,16 @@ impl<'a, 'm> FnCx<'a, 'm> {
             Some(
                 Op::Jump { target }
                 | Op::JumpIfFalse { target, .. }
+                | Op::JumpIfNotLtIntK { target, .. }
+                | Op::JumpIfNotLeIntK { target, .. }
+                | Op::JumpIfNotGtIntK { target, .. }
+                | Op::JumpIfNotGeIntK { target, .. }
+                | Op::JumpIfNotLtInt { target, .. }
+                | Op::JumpIfNotLeInt { target, .. }
                 | Op::JumpIfNotTag { target, .. }
                 | Op::PushTry { target, .. }
-                | Op::PushChain { target },
+                | Op::PushChain { target }
+                | Op::PushGuard { target },
             ) => target,
             other => {
                 debug_assert!(false, "patching a non-jump: {other:?}");
@@ -259,6 +391,75 @@ impl<'a, 'm> FnCx<'a, 'm> {
             }
         };
         *target = to;
+        self.labels.insert(to);
+    }
+
+    /// Whether register `r` holds a local that the function reads exactly
+    /// once (so the one instruction reading it may take over its write).
+    fn single_use(&self, r: Reg) -> bool {
+        usize::from(r.0) < usize::from(self.proto.n_locals)
+            && self.reg_uses.get(usize::from(r.0)).copied() == Some(1)
+    }
+
+    /// Peephole for `copy dst, src`: when the previous instruction wrote
+    /// `src`, nothing jumps here, and `src` is read nowhere else, that
+    /// instruction writes `dst` directly and the copy disappears.
+    fn fold_copy(&mut self, dst: Reg, src: Reg) -> bool {
+        if !self.single_use(src) || self.labels.contains(&self.here()) {
+            return false;
+        }
+        match self.proto.code.last_mut().and_then(dst_of) {
+            Some(d) if *d == src => {
+                *d = dst;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Emits `if not r[cond] goto 0` (patched later), fusing it with the
+    /// comparison that produced `cond` when that Bool is read only here.
+    fn branch_if_false(&mut self, cond: Reg) -> usize {
+        if self.single_use(cond) && !self.labels.contains(&self.here()) {
+            let fused = match self.proto.code.last() {
+                Some(Op::LtIntK { dst, lhs, k }) if *dst == cond => Some(Op::JumpIfNotLtIntK {
+                    lhs: *lhs,
+                    k: *k,
+                    target: 0,
+                }),
+                Some(Op::LeIntK { dst, lhs, k }) if *dst == cond => Some(Op::JumpIfNotLeIntK {
+                    lhs: *lhs,
+                    k: *k,
+                    target: 0,
+                }),
+                Some(Op::GtIntK { dst, lhs, k }) if *dst == cond => Some(Op::JumpIfNotGtIntK {
+                    lhs: *lhs,
+                    k: *k,
+                    target: 0,
+                }),
+                Some(Op::GeIntK { dst, lhs, k }) if *dst == cond => Some(Op::JumpIfNotGeIntK {
+                    lhs: *lhs,
+                    k: *k,
+                    target: 0,
+                }),
+                Some(Op::LtInt { dst, lhs, rhs }) if *dst == cond => Some(Op::JumpIfNotLtInt {
+                    lhs: *lhs,
+                    rhs: *rhs,
+                    target: 0,
+                }),
+                Some(Op::LeInt { dst, lhs, rhs }) if *dst == cond => Some(Op::JumpIfNotLeInt {
+                    lhs: *lhs,
+                    rhs: *rhs,
+                    target: 0,
+                }),
+                _ => None,
+            };
+            if let (Some(op), Some(last)) = (fused, self.proto.code.last_mut()) {
+                *last = op;
+                return self.proto.code.len() - 1;
+            }
+        }
+        self.emit(Op::JumpIfFalse { cond, target: 0 })
     }
 
     fn temp(&mut self) -> R<Reg> {
@@ -727,17 +928,50 @@ impl<'a, 'm> FnCx<'a, 'm> {
                 args,
                 redirects,
             } => {
-                // Only the statically known base handler `echo` without
-                // redirects runs; every other command goes through command
-                // dispatch, which is not built yet.
-                if redirects.is_empty() && is_echo(head) {
-                    let mark = self.next;
-                    let list = self.temp()?;
-                    self.expr(&Expr::MakeList(args.clone()), list)?;
+                if !redirects.is_empty() {
+                    self.redirects(redirects)?;
+                    self.no_tail += 1;
+                }
+                let mark = self.next;
+                let list = self.temp()?;
+                self.expr(&Expr::MakeList(args.clone()), list)?;
+                if is_echo(head) {
                     self.emit(Op::Echo { dst, list });
-                    self.release(mark);
                 } else {
-                    self.unsupported(Feature::Exec);
+                    let (h, mode) = match head {
+                        ExecHead::Name(n) | ExecHead::External(n) => {
+                            let t = self.temp()?;
+                            let k = self.str_const(&Arc::from(n.as_str()))?;
+                            self.emit(Op::LoadConst { dst: t, k });
+                            let mode = if matches!(head, ExecHead::Name(_)) {
+                                ExecMode::Name
+                            } else {
+                                ExecMode::External
+                            };
+                            (t, mode)
+                        }
+                        ExecHead::Base(id) => {
+                            let name = ral_types::builtin_table()
+                                .entry(*id)
+                                .map_or("?", |b| b.name);
+                            let t = self.temp()?;
+                            let k = self.str_const(&Arc::from(name))?;
+                            self.emit(Op::LoadConst { dst: t, k });
+                            (t, ExecMode::Name)
+                        }
+                        ExecHead::Path(o) => (self.operand_reg(o)?, ExecMode::Path),
+                    };
+                    self.emit(Op::Exec {
+                        dst,
+                        head: h,
+                        args: list,
+                        mode,
+                    });
+                }
+                self.release(mark);
+                if !redirects.is_empty() {
+                    self.no_tail -= 1;
+                    self.emit(Op::IoPop);
                 }
             }
             Expr::If {
@@ -748,7 +982,7 @@ impl<'a, 'm> FnCx<'a, 'm> {
                 let mark = self.next;
                 let c = self.operand_reg(cond)?;
                 self.release(mark);
-                let jf = self.emit(Op::JumpIfFalse { cond: c, target: 0 });
+                let jf = self.branch_if_false(c);
                 self.block(then, dst)?;
                 let jend = self.emit(Op::Jump { target: 0 });
                 let else_at = self.here();
@@ -834,12 +1068,68 @@ impl<'a, 'm> FnCx<'a, 'm> {
                 self.no_tail -= 1;
                 self.emit(Op::CaptureEnd { dst });
             }
-            Expr::Guard { .. } => self.unsupported(Feature::Guard),
-            Expr::Within { .. } => self.unsupported(Feature::Within),
-            Expr::Grant { .. } => self.unsupported(Feature::Grant),
+            Expr::Guard { body, cleanup } => {
+                let push = self.emit(Op::PushGuard { target: 0 });
+                self.no_tail += 1;
+                self.block(body, dst)?;
+                self.no_tail -= 1;
+                self.emit(Op::PopHandler);
+                let mark = self.next;
+                let t = self.temp()?;
+                self.block(cleanup, t)?;
+                let jend = self.emit(Op::Jump { target: 0 });
+                let held = self.here();
+                self.patch(push, held);
+                self.block(cleanup, t)?;
+                self.emit(Op::Reraise);
+                self.release(mark);
+                let end = self.here();
+                self.patch(jend, end);
+            }
+            Expr::Within { options, body } => {
+                let mark = self.next;
+                let o = self.operand_reg(options)?;
+                self.emit(Op::WithinPush { opts: o });
+                self.release(mark);
+                self.no_tail += 1;
+                self.block(body, dst)?;
+                self.no_tail -= 1;
+                self.emit(Op::WithinPop);
+            }
+            Expr::Grant { caps, body } => {
+                let mark = self.next;
+                let c = self.operand_reg(caps)?;
+                self.emit(Op::GrantPush { caps: c });
+                self.release(mark);
+                self.no_tail += 1;
+                self.block(body, dst)?;
+                self.no_tail -= 1;
+                self.emit(Op::GrantPop);
+            }
             Expr::Audit { .. } => self.unsupported(Feature::Audit),
-            Expr::Redirected { .. } => self.unsupported(Feature::Redirect),
-            Expr::Pipeline(_) => self.unsupported(Feature::Pipeline),
+            Expr::Redirected { body, redirects } => {
+                self.redirects(redirects)?;
+                self.no_tail += 1;
+                self.block(body, dst)?;
+                self.no_tail -= 1;
+                self.emit(Op::IoPop);
+            }
+            Expr::Pipeline(stages) => {
+                let Some((last, rest)) = stages.split_last() else {
+                    self.emit(Op::LoadUnit { dst });
+                    return Ok(());
+                };
+                self.emit(Op::PipeBegin);
+                for stage in rest {
+                    let p = self.compile_stage(stage)?;
+                    self.emit(Op::PipeStage { proto: p });
+                }
+                self.emit(Op::PipeLast);
+                self.no_tail += 1;
+                self.block(last, dst)?;
+                self.no_tail -= 1;
+                self.emit(Op::PipeEnd);
+            }
         }
         Ok(())
     }
@@ -1015,6 +1305,200 @@ fn imm(op: ArithOp, n: i64) -> Option<i16> {
         ArithOp::Add => i16::try_from(n).ok(),
         ArithOp::Sub => n.checked_neg().and_then(|m| i16::try_from(m).ok()),
         ArithOp::Mul | ArithOp::Div | ArithOp::Rem => None,
+    }
+}
+
+/// The register an instruction writes and nothing else, for the ops whose
+/// destination a peephole may redirect (pure computations and calls, whose
+/// result is written when they return).
+fn dst_of(op: &mut Op) -> Option<&mut Reg> {
+    match op {
+        Op::LoadInt { dst, .. }
+        | Op::LoadConst { dst, .. }
+        | Op::LoadBool { dst, .. }
+        | Op::LoadUnit { dst }
+        | Op::Copy { dst, .. }
+        | Op::GetGlobal { dst, .. }
+        | Op::LoadCapture { dst, .. }
+        | Op::AddIntK { dst, .. }
+        | Op::LtIntK { dst, .. }
+        | Op::LeIntK { dst, .. }
+        | Op::GtIntK { dst, .. }
+        | Op::GeIntK { dst, .. }
+        | Op::AddInt { dst, .. }
+        | Op::SubInt { dst, .. }
+        | Op::MulInt { dst, .. }
+        | Op::DivInt { dst, .. }
+        | Op::RemInt { dst, .. }
+        | Op::AddFloat { dst, .. }
+        | Op::SubFloat { dst, .. }
+        | Op::MulFloat { dst, .. }
+        | Op::DivFloat { dst, .. }
+        | Op::RemFloat { dst, .. }
+        | Op::LtInt { dst, .. }
+        | Op::LeInt { dst, .. }
+        | Op::LtFloat { dst, .. }
+        | Op::LeFloat { dst, .. }
+        | Op::CallGlobal { dst, .. } => Some(dst),
+        _ => None,
+    }
+}
+
+/// Adds one to `uses[l]` for every read of local `l` in `block`, nested
+/// blocks included (a pipeline stage's reads count: it copies the locals).
+fn count_block(block: &Block, uses: &mut [u32]) {
+    for st in &block.stmts {
+        count_expr(&st.expr, uses);
+    }
+    count_operand(&block.result, uses);
+}
+
+fn count_operand(op: &Operand, uses: &mut [u32]) {
+    if let Operand::Local(l) = op {
+        if let Some(u) = uses.get_mut(l.0 as usize) {
+            *u = u.saturating_add(1);
+        }
+    }
+}
+
+fn count_parts(parts: &[Part], uses: &mut [u32]) {
+    for p in parts {
+        match p {
+            Part::One(o) | Part::Spread(o) => count_operand(o, uses),
+        }
+    }
+}
+
+fn count_redirects(rs: &[ral_ir::Redirect], uses: &mut [u32]) {
+    use ral_ir::RedirectKind as K;
+    for r in rs {
+        match &r.kind {
+            K::Write(o) | K::Stream(o) | K::Append(o) | K::Read(o) | K::Here(o) => {
+                count_operand(o, uses)
+            }
+            K::ErrToOut | K::Dup(_) => {}
+        }
+    }
+}
+
+fn count_expr(e: &Expr, uses: &mut [u32]) {
+    let op = |o: &Operand, uses: &mut [u32]| count_operand(o, uses);
+    match e {
+        Expr::Value(o) | Expr::Not(o) => op(o, uses),
+        Expr::Define { value, .. } | Expr::Destructure { value, .. } => op(value, uses),
+        Expr::MakeList(parts) => count_parts(parts, uses),
+        Expr::MakeRecord { base, fields } => {
+            if let Some(b) = base {
+                op(b, uses);
+            }
+            for (_, o) in fields {
+                op(o, uses);
+            }
+        }
+        Expr::MakeMap(parts) => {
+            for p in parts {
+                match p {
+                    MapPart::Entry { key, value } => {
+                        op(key, uses);
+                        op(value, uses);
+                    }
+                    MapPart::Spread(o) => op(o, uses),
+                }
+            }
+        }
+        Expr::MakeVariant { payload, .. } => {
+            if let Some(p) = payload {
+                op(p, uses);
+            }
+        }
+        Expr::MakeClosure { captures, .. } | Expr::MakeRecGroup { captures, .. } => {
+            for c in captures {
+                op(c, uses);
+            }
+        }
+        Expr::Interp(parts) => {
+            for p in parts {
+                match p {
+                    InterpPart::Value(o) => op(o, uses),
+                    InterpPart::Text(_) | InterpPart::Home => {}
+                }
+            }
+        }
+        Expr::Index { base, key, .. } => {
+            op(base, uses);
+            op(key, uses);
+        }
+        Expr::Arith { lhs, rhs, .. }
+        | Expr::Compare { lhs, rhs, .. }
+        | Expr::Equal { lhs, rhs, .. } => {
+            op(lhs, uses);
+            op(rhs, uses);
+        }
+        Expr::Neg { operand, .. } => op(operand, uses),
+        Expr::Call { func, args, .. } => {
+            op(func, uses);
+            for a in args {
+                op(a, uses);
+            }
+        }
+        Expr::CallSpread { func, args, .. } => {
+            op(func, uses);
+            count_parts(args, uses);
+        }
+        Expr::Force { thunk, .. } => op(thunk, uses),
+        Expr::Exec {
+            head,
+            args,
+            redirects,
+        } => {
+            match head {
+                ExecHead::Path(o) => op(o, uses),
+                ExecHead::Name(_) | ExecHead::Base(_) | ExecHead::External(_) => {}
+            }
+            count_parts(args, uses);
+            count_redirects(redirects, uses);
+        }
+        Expr::If {
+            cond,
+            then,
+            otherwise,
+        } => {
+            op(cond, uses);
+            count_block(then, uses);
+            count_block(otherwise, uses);
+        }
+        Expr::Case { scrutinee, arms } => {
+            op(scrutinee, uses);
+            for a in arms {
+                count_block(&a.body, uses);
+            }
+        }
+        Expr::Chain(blocks) | Expr::Pipeline(blocks) => {
+            for b in blocks {
+                count_block(b, uses);
+            }
+        }
+        Expr::Try { body, handler, .. } => {
+            count_block(body, uses);
+            count_block(handler, uses);
+        }
+        Expr::Guard { body, cleanup } => {
+            count_block(body, uses);
+            count_block(cleanup, uses);
+        }
+        Expr::Within { options, body } => {
+            op(options, uses);
+            count_block(body, uses);
+        }
+        Expr::Grant { caps, body } => {
+            op(caps, uses);
+            count_block(body, uses);
+        }
+        Expr::Audit { body } | Expr::Capture(body) => count_block(body, uses),
+        Expr::Redirected { body, redirects } => {
+            count_block(body, uses);
+            count_redirects(redirects, uses);
+        }
     }
 }
 

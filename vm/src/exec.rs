@@ -129,7 +129,28 @@ struct Handler {
     frame: usize,
     target: u32,
     err: Option<Reg>,
-    captures: usize,
+    /// A `guard`: the failure is held for `Reraise`.
+    guard: bool,
+    depth: Depths,
+}
+
+/// The heights of the dynamic stacks, restored when a failure unwinds.
+#[derive(Clone, Copy, Debug)]
+struct Depths {
+    io: usize,
+    pipes: usize,
+    withins: usize,
+    grants: usize,
+    stash: usize,
+}
+
+/// Where a child's standard input comes from when nothing redirects it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stdin {
+    /// The process's standard input.
+    Inherit,
+    /// Nothing (`/dev/null`): agents and other hosts with no terminal.
+    Null,
 }
 
 /// The virtual machine: the session, the program's protos, and the
@@ -141,16 +162,60 @@ pub struct Vm {
     pub max_depth: usize,
     /// `$SCRIPT`.
     pub script: Arc<String>,
+    /// The program's arguments (`args`).
+    pub args: Arc<[String]>,
     /// Where uncaptured output goes.
     pub stdout: Stdout,
+    /// Where diagnostics (`warn`, external programs' standard error) go.
+    pub stderr: Stdout,
+    /// Builtins the host provides (`surface`, workers, …), by table id.
+    host_builtins: Arc<Vec<Option<HostBuiltin>>>,
     protos: Arc<Vec<Arc<Proto>>>,
     regs: Vec<Value>,
     frames: Vec<Frame>,
     handlers: Vec<Handler>,
-    captures: Vec<Vec<u8>>,
+    /// The IO stack (captures, redirects, the final stage's input).
+    pub(crate) io: Vec<crate::io::IoFrame>,
+    pub(crate) pipes: Vec<crate::runtime::PipeRun>,
+    pub(crate) withins: Vec<crate::runtime::WithinSave>,
+    /// The capability layers in force (§12): the host's base layers, then
+    /// one per enclosing `grant`. Checks fold the whole stack.
+    pub grants: Vec<Arc<crate::caps::Layer>>,
+    /// Failures held by `guard` handlers for `Reraise`.
+    stash: Vec<Failure>,
+    /// Protos to retire once their `main` has run (see [`Vm::retire`]).
+    run_once: Vec<(u32, Vec<u32>)>,
+    /// The empty proto retired entries point at.
+    tombstone: Arc<Proto>,
+    /// The files `use` is loading, outermost first (cycle detection and
+    /// relative resolution, §10.4).
+    pub(crate) use_chain: Vec<std::path::PathBuf>,
+    /// How many of `grants` the host installed (never popped by a run).
+    pub base_grants: usize,
+    /// Handler frames hidden while one of their handlers runs (§9.6).
+    pub(crate) masked: Vec<usize>,
+    /// Standard input when nothing redirects it.
+    pub stdin: Stdin,
+    /// Start external programs in process groups of their own (so a cancel
+    /// reaches everything they start); off when they must share the
+    /// terminal's foreground group.
+    pub own_process_groups: bool,
+    /// Why the cancel flag was set (the host stores it before setting the
+    /// flag); `Cause as u8`, read when a cancelled run reports.
+    pub cancel_cause: Arc<std::sync::atomic::AtomicU8>,
     scratch: Vec<Value>,
     nested: usize,
     pending_exit: Option<i32>,
+}
+
+/// A host builtin's implementation: it gets the whole machine (the
+/// session, the output sinks, [`Vm::fork`]).
+pub type HostFn = Arc<dyn Fn(&mut Vm, &[Value]) -> Result<Value, Failure> + Send + Sync>;
+
+#[derive(Clone)]
+struct HostBuiltin {
+    arity: u8,
+    func: HostFn,
 }
 
 /// Whether an application pushed a frame or produced its value at once.
@@ -175,16 +240,129 @@ impl Vm {
             mobile,
             max_depth: 100_000,
             script: Arc::new(String::new()),
+            args: Arc::from(Vec::new()),
             stdout: Stdout::Buffer(Vec::new()),
+            stderr: Stdout::Inherit,
+            host_builtins: Arc::new(Vec::new()),
             protos: Arc::new(Vec::new()),
             regs: Vec::new(),
             frames: Vec::new(),
             handlers: Vec::new(),
-            captures: Vec::new(),
+            io: Vec::new(),
+            pipes: Vec::new(),
+            withins: Vec::new(),
+            grants: Vec::new(),
+            base_grants: 0,
+            use_chain: Vec::new(),
+            run_once: Vec::new(),
+            tombstone: Arc::new(Proto::default()),
+            stash: Vec::new(),
+            masked: Vec::new(),
+            stdin: Stdin::Inherit,
+            own_process_groups: true,
+            cancel_cause: Arc::new(std::sync::atomic::AtomicU8::new(Cause::Interrupted as u8)),
             scratch: Vec::new(),
             nested: 0,
             pending_exit: None,
         }
+    }
+
+    /// A machine for running this program's function values on another
+    /// thread (workers, pipeline stages): it shares the protos and host
+    /// builtins, starts from a snapshot of the session, and has its own
+    /// cancel flag and a buffered standard output.
+    pub fn fork(&self, cancel: Arc<std::sync::atomic::AtomicBool>) -> Vm {
+        let mut mobile = self.mobile.clone();
+        mobile.context.cancel = cancel;
+        Vm {
+            mobile,
+            max_depth: self.max_depth,
+            script: self.script.clone(),
+            args: self.args.clone(),
+            stdout: Stdout::Buffer(Vec::new()),
+            stderr: Stdout::Inherit,
+            host_builtins: self.host_builtins.clone(),
+            protos: self.protos.clone(),
+            regs: Vec::new(),
+            frames: Vec::new(),
+            handlers: Vec::new(),
+            io: Vec::new(),
+            pipes: Vec::new(),
+            withins: Vec::new(),
+            grants: self.grants.clone(),
+            base_grants: self.grants.len(),
+            use_chain: self.use_chain.clone(),
+            run_once: Vec::new(),
+            tombstone: self.tombstone.clone(),
+            stash: Vec::new(),
+            masked: Vec::new(),
+            stdin: self.stdin,
+            own_process_groups: self.own_process_groups,
+            cancel_cause: self.cancel_cause.clone(),
+            scratch: Vec::new(),
+            nested: 0,
+            pending_exit: None,
+        }
+    }
+
+    /// Installs the implementation of a builtin the host provides. `name`
+    /// must be in `ral_types::builtin_table()` (so the checker knows its
+    /// type) and not implemented by this crate's registry.
+    pub fn register_host_builtin(
+        &mut self,
+        name: &str,
+        arity: u8,
+        func: HostFn,
+    ) -> Result<(), String> {
+        let table = ral_types::builtin_table();
+        let Some(id) = table.id(name) else {
+            return Err(format!("`{name}` is not in the builtin table"));
+        };
+        if by_table_id(id).is_some() {
+            return Err(format!("`{name}` is already implemented by the VM"));
+        }
+        let v = Arc::make_mut(&mut self.host_builtins);
+        let i = usize::from(id.0);
+        if v.len() <= i {
+            v.resize(i + 1, None);
+        }
+        v[i] = Some(HostBuiltin { arity, func });
+        Ok(())
+    }
+
+    /// The logical working directory: the context's, else the process's.
+    pub fn cwd(&self) -> std::path::PathBuf {
+        match &self.mobile.context.cwd {
+            Some(d) => d.clone(),
+            None => std::env::current_dir().unwrap_or_else(|_| std::path::PathBuf::from("/")),
+        }
+    }
+
+    /// The effective environment (process environment with the context's
+    /// overrides), sorted, without `PWD` and `OLDPWD`.
+    pub fn environment(&self) -> Vec<(String, String)> {
+        // Variables whose name or value is not UTF-8 are absent (§16.6).
+        let mut map: std::collections::BTreeMap<String, String> = std::env::vars_os()
+            .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+            .collect();
+        for (k, v) in &self.mobile.context.env {
+            match v {
+                Some(v) => {
+                    map.insert(k.clone(), v.clone());
+                }
+                None => {
+                    map.remove(k);
+                }
+            }
+        }
+        map.remove("PWD");
+        map.remove("OLDPWD");
+        map.into_iter().collect()
+    }
+
+    /// Writes to the current standard error (through redirects).
+    pub fn write_err(&mut self, bytes: &[u8]) -> Result<(), Failure> {
+        self.write_stream(crate::io::Stream::Err, bytes)
     }
 
     /// The buffered output so far (with [`Stdout::Buffer`]).
@@ -213,7 +391,39 @@ impl Vm {
             }
         };
         Arc::make_mut(&mut self.protos).extend(compiled.protos.into_iter().map(Arc::new));
+        let mut once = compiled.main_stages;
+        once.push(compiled.main);
+        self.run_once.push((compiled.main, once));
         Ok(compiled.main)
+    }
+
+    /// Drops the code of a `main` that has run (and its own pipeline
+    /// stages): no value can refer to it, so a long session's proto table
+    /// does not grow by a turn's top-level code per turn. Retired entries
+    /// at the end of the table are removed, so a session of turns that
+    /// define no functions keeps a table of constant size. Only at top
+    /// level (`truncate`): a run in progress holds a snapshot of the table
+    /// and must never see an index reused under it.
+    pub(crate) fn retire(&mut self, main: u32, truncate: bool) {
+        let Some(i) = self.run_once.iter().position(|(m, _)| *m == main) else {
+            return;
+        };
+        let (_, once) = self.run_once.swap_remove(i);
+        let tomb = self.tombstone.clone();
+        let table = Arc::make_mut(&mut self.protos);
+        for p in once {
+            if let Some(slot) = table.get_mut(p as usize) {
+                *slot = tomb.clone();
+            }
+        }
+        while truncate && table.last().is_some_and(|p| Arc::ptr_eq(p, &tomb)) {
+            table.pop();
+        }
+    }
+
+    /// How many protos the program holds (retired ones included).
+    pub fn proto_count(&self) -> usize {
+        self.protos.len()
     }
 
     /// Compiles and runs a top-level module. Definitions land as their
@@ -234,8 +444,9 @@ impl Vm {
         self.mobile.scope.clear_reservations();
         if stop == 0 {
             self.frames.clear();
+            self.retire(main, true);
             self.handlers.clear();
-            self.captures.clear();
+            self.clear_dynamic();
             self.regs.clear();
         }
         result
@@ -365,6 +576,64 @@ impl Vm {
         f
     }
 
+    fn depths(&self) -> Depths {
+        Depths {
+            io: self.io.len(),
+            pipes: self.pipes.len(),
+            withins: self.withins.len(),
+            grants: self.grants.len(),
+            stash: self.stash.len(),
+        }
+    }
+
+    /// Pops the dynamic stacks back to `d`: redirect and capture frames are
+    /// dropped (an uncommitted atomic write is removed), pipelines are
+    /// abandoned, `within` contexts are restored innermost first.
+    fn restore_depths(&mut self, d: Depths) {
+        self.io.truncate(d.io);
+        self.pipes.truncate(d.pipes);
+        while self.withins.len() > d.withins {
+            if let Some(save) = self.withins.pop() {
+                self.restore_within(save);
+            }
+        }
+        self.grants.truncate(d.grants);
+        self.stash.truncate(d.stash);
+    }
+
+    fn clear_dynamic(&mut self) {
+        self.restore_depths(Depths {
+            io: 0,
+            pipes: 0,
+            withins: 0,
+            grants: self.base_grants,
+            stash: 0,
+        });
+        self.masked.clear();
+    }
+
+    /// The cause a cancelled run reports.
+    pub(crate) fn cancel_cause(&self) -> Cause {
+        cause_of(self.cancel_cause.load(Ordering::Relaxed))
+    }
+
+    /// Runs program proto `proto` as a bottom frame with `args` in its
+    /// first registers and `env` as its closure (pipeline stages).
+    pub(crate) fn run_proto_with(
+        &mut self,
+        proto: u32,
+        args: Vec<Value>,
+        env: Option<Arc<Func>>,
+    ) -> Result<Value, Escape> {
+        let stop = self.frames.len();
+        let base = self.top();
+        let result = match self.push_frame(proto, env, args, base, Reg(0)) {
+            Ok(()) => self.run_loop(stop),
+            Err(e) => Err(e.into()),
+        };
+        result
+    }
+
     /// Drops this run's frames and handlers after an escape.
     fn abandon(&mut self, stop: usize) {
         self.frames.truncate(stop);
@@ -386,7 +655,10 @@ impl Vm {
                 continue;
             }
             self.frames.truncate(h.frame);
-            self.captures.truncate(h.captures);
+            self.restore_depths(h.depth);
+            if h.guard {
+                self.stash.push(failure.clone());
+            }
             let Some(frame) = self.frames.last_mut() else {
                 return false;
             };
@@ -493,7 +765,7 @@ impl Vm {
             }
             Func::Builtin { id, applied } => {
                 let Some(def) = by_table_id(ral_types::BuiltinId(*id)) else {
-                    return Err(unavailable_builtin(*id).into());
+                    return self.apply_host_builtin(*id, applied, args, mode);
                 };
                 let mut all = applied.to_vec();
                 all.append(&mut args);
@@ -513,6 +785,43 @@ impl Vm {
                     self.apply(v, rest, mode)
                 }
             }
+        }
+    }
+
+    /// Applies a builtin the host registered (cold: host builtins are
+    /// effects such as `surface` or `spawn`, never inner-loop arithmetic).
+    #[cold]
+    fn apply_host_builtin(
+        &mut self,
+        id: u16,
+        applied: &[Value],
+        mut args: Vec<Value>,
+        mode: Mode,
+    ) -> Result<Applied, Escape> {
+        let Some(hb) = self
+            .host_builtins
+            .get(usize::from(id))
+            .and_then(Option::as_ref)
+            .cloned()
+        else {
+            return Err(unavailable_builtin(id).into());
+        };
+        let mut all = applied.to_vec();
+        all.append(&mut args);
+        let arity = usize::from(hb.arity);
+        if all.len() < arity {
+            return Ok(Applied::Value(Value::Func(Arc::new(Func::Builtin {
+                id,
+                applied: all.into_boxed_slice(),
+            }))));
+        }
+        let rest = all.split_off(arity);
+        self.poll_cancel()?;
+        let v = (hb.func)(self, &all).map_err(|e| self.builtin_err(e))?;
+        if rest.is_empty() {
+            Ok(Applied::Value(v))
+        } else {
+            self.apply(v, rest, mode)
         }
     }
 
@@ -562,9 +871,9 @@ impl Vm {
     }
 
     #[inline]
-    fn poll_cancel(&self) -> Result<(), Failure> {
+    pub(crate) fn poll_cancel(&self) -> Result<(), Failure> {
         if self.mobile.context.cancel.load(Ordering::Relaxed) {
-            Err(Failure::cancelled(Cause::Interrupted))
+            Err(Failure::cancelled(self.cancel_cause()))
         } else {
             Ok(())
         }
@@ -585,7 +894,10 @@ impl Vm {
     /// The loop proper. Returns when the run's bottom frame returns, or with
     /// the failure of an op (after saving `pc`).
     fn dispatch(&mut self, stop: usize) -> Result<Value, Escape> {
-        let protos = self.protos.clone();
+        // A snapshot of the proto table; code compiled during the run
+        // (`use`) extends `self.protos`, and `reload!` picks that up when a
+        // frame names a proto past the snapshot.
+        let mut protos = self.protos.clone();
         let mut fi = self.frames.len() - 1;
         let mut proto: &Proto = &protos[self.frames[fi].proto as usize];
         let mut code: &[Op] = &proto.code;
@@ -595,6 +907,9 @@ impl Vm {
         macro_rules! reload {
             () => {{
                 fi = self.frames.len() - 1;
+                if self.frames[fi].proto as usize >= protos.len() {
+                    protos = self.protos.clone();
+                }
                 proto = &protos[self.frames[fi].proto as usize];
                 code = &proto.code;
                 base = self.frames[fi].base as usize;
@@ -946,6 +1261,44 @@ impl Vm {
                         }
                     } else {
                         tri!(Err(kind_error("a Bool", &r!(cond))))
+                    }
+                }
+                Op::JumpIfNotLtIntK { lhs, k, target } => {
+                    if !tri!(int_of(&r!(lhs)).map(|a| a < i64::from(k))) {
+                        pc = target as usize;
+                    }
+                }
+                Op::JumpIfNotLeIntK { lhs, k, target } => {
+                    if !tri!(int_of(&r!(lhs)).map(|a| a <= i64::from(k))) {
+                        pc = target as usize;
+                    }
+                }
+                Op::JumpIfNotGtIntK { lhs, k, target } => {
+                    if !tri!(int_of(&r!(lhs)).map(|a| a > i64::from(k))) {
+                        pc = target as usize;
+                    }
+                }
+                Op::JumpIfNotGeIntK { lhs, k, target } => {
+                    if !tri!(int_of(&r!(lhs)).map(|a| a >= i64::from(k))) {
+                        pc = target as usize;
+                    }
+                }
+                Op::JumpIfNotLtInt { lhs, rhs, target } => {
+                    let b = match (&r!(lhs), &r!(rhs)) {
+                        (Value::Int(a), Value::Int(b)) => a < b,
+                        (a, b) => tri!(Err(kind_error2("Ints", a, b))),
+                    };
+                    if !b {
+                        pc = target as usize;
+                    }
+                }
+                Op::JumpIfNotLeInt { lhs, rhs, target } => {
+                    let b = match (&r!(lhs), &r!(rhs)) {
+                        (Value::Int(a), Value::Int(b)) => a <= b,
+                        (a, b) => tri!(Err(kind_error2("Ints", a, b))),
+                    };
+                    if !b {
+                        pc = target as usize;
                     }
                 }
                 Op::JumpIfNotTag { src, tag, target } => {
@@ -1339,26 +1692,104 @@ impl Vm {
                     frame: self.frames.len(),
                     target,
                     err: Some(err),
-                    captures: self.captures.len(),
+                    guard: false,
+                    depth: self.depths(),
                 }),
                 Op::PushChain { target } => self.handlers.push(Handler {
                     frame: self.frames.len(),
                     target,
                     err: None,
-                    captures: self.captures.len(),
+                    guard: false,
+                    depth: self.depths(),
                 }),
+                Op::PushGuard { target } => self.handlers.push(Handler {
+                    frame: self.frames.len(),
+                    target,
+                    err: None,
+                    guard: true,
+                    depth: self.depths(),
+                }),
+                Op::Reraise => {
+                    let f = self
+                        .stash
+                        .pop()
+                        .unwrap_or_else(|| Failure::error("reraise with no held failure"));
+                    tri!(Err(f))
+                }
                 Op::PopHandler => {
                     self.handlers.pop();
                 }
-                Op::CaptureBegin => self.captures.push(Vec::new()),
+                Op::CaptureBegin => self.io.push(crate::io::IoFrame::capture()),
                 Op::CaptureEnd { dst } => {
-                    let bytes = self.captures.pop().unwrap_or_default();
+                    let bytes = match self.io.pop() {
+                        Some(mut f) => match std::mem::take(&mut f.out) {
+                            crate::io::Out::Capture(b) => b,
+                            _ => Vec::new(),
+                        },
+                        None => Vec::new(),
+                    };
                     let v = tri!(decode_capture(bytes));
                     set!(dst, v);
                 }
+                Op::Exec {
+                    dst,
+                    head,
+                    args,
+                    mode,
+                } => {
+                    save!();
+                    let h = r!(head).clone();
+                    let a = r!(args).clone();
+                    if let Err(e) = self.exec_command(mode, &h, &a) {
+                        return Err(e);
+                    }
+                    set!(dst, Value::Unit);
+                }
+                Op::IoPush => self.io.push(crate::io::IoFrame::default()),
+                Op::Redir { fd, kind, src } => {
+                    let v = r!(src).clone();
+                    tri!(self.redirect(fd, kind, &v));
+                }
+                Op::IoPop => {
+                    if let Some(mut f) = self.io.pop() {
+                        tri!(f.commit());
+                    }
+                }
+                Op::PipeBegin => self.pipe_begin(),
+                Op::PipeStage { proto: p } => {
+                    let n = usize::from(proto.n_locals);
+                    let locals: Vec<Value> = self.regs[base..base + n].to_vec();
+                    let env = self.frames[fi].env.clone();
+                    tri!(self.pipe_stage(p, locals, env));
+                }
+                Op::PipeLast => tri!(self.pipe_last()),
+                Op::PipeEnd => {
+                    save!();
+                    tri!(self.pipe_end());
+                }
+                Op::WithinPush { opts } => {
+                    let v = r!(opts).clone();
+                    tri!(self.within_push(&v));
+                }
+                Op::WithinPop => self.within_pop(),
+                Op::GrantPush { caps } => {
+                    let v = r!(caps).clone();
+                    tri!(self.grant_push(&v));
+                }
+                Op::GrantPop => {
+                    self.grants.pop();
+                }
                 Op::Echo { dst, list } => {
-                    let line = tri!(echo_line(&r!(list)));
-                    tri!(self.write(line.as_bytes()));
+                    if self.mobile.context.handlers.is_empty() {
+                        let line = tri!(echo_line(&r!(list)));
+                        tri!(self.write(line.as_bytes()));
+                    } else {
+                        // A handler may intercept `echo` (§6.3).
+                        save!();
+                        let a = r!(list).clone();
+                        let h = Value::str("echo");
+                        self.exec_command(crate::op::ExecMode::Name, &h, &a)?;
+                    }
                     set!(dst, Value::Unit);
                 }
                 Op::Unsupported { feature } => tri!(Err(Failure::error(format!(
@@ -1428,29 +1859,39 @@ impl Ctx for Vm {
     }
 
     fn write(&mut self, bytes: &[u8]) -> Result<(), Failure> {
-        if let Some(buf) = self.captures.last_mut() {
-            buf.extend_from_slice(bytes);
-            return Ok(());
-        }
-        match &mut self.stdout {
-            Stdout::Buffer(b) => {
-                b.extend_from_slice(bytes);
-                Ok(())
-            }
-            Stdout::Inherit => {
-                use std::io::Write;
-                std::io::stdout()
-                    .write_all(bytes)
-                    .map_err(|e| Failure::error(format!("write: {e}")))
-            }
-            Stdout::Writer(w) => w
-                .write_all(bytes)
-                .map_err(|e| Failure::error(format!("write: {e}"))),
-        }
+        self.write_stream(crate::io::Stream::Out, bytes)
     }
 
     fn poll(&mut self) -> Result<(), Failure> {
         self.poll_cancel()
+    }
+
+    fn vm(&mut self) -> Option<&mut Vm> {
+        Some(self)
+    }
+
+    fn cwd(&self) -> std::path::PathBuf {
+        self.cwd()
+    }
+
+    fn var(&self, name: &str) -> Option<String> {
+        self.mobile.context.var(name)
+    }
+
+    fn environment(&self) -> Vec<(String, String)> {
+        self.environment()
+    }
+
+    fn args(&self) -> Vec<String> {
+        self.args.to_vec()
+    }
+
+    fn check_fs(&self, op: crate::caps::FsOp, path: &std::path::Path) -> Result<(), Failure> {
+        crate::caps::check_fs(&self.grants, op, path)
+    }
+
+    fn exiting(&self) -> bool {
+        self.pending_exit.is_some()
     }
 }
 
@@ -1490,6 +1931,27 @@ fn unavailable_builtin(id: u16) -> Failure {
         .entry(ral_types::BuiltinId(id))
         .map_or("?", |b| b.name);
     Failure::error(format!("builtin `{name}` is not available in this VM yet"))
+}
+
+/// The cause stored as `Cause as u8` in [`Vm::cancel_cause`].
+pub(crate) fn cause_of(x: u8) -> Cause {
+    match x {
+        x if x == Cause::ReaderGone as u8 => Cause::ReaderGone,
+        x if x == Cause::Cancelled as u8 => Cause::Cancelled,
+        x if x == Cause::TimedOut as u8 => Cause::TimedOut,
+        x if x == Cause::Terminated as u8 => Cause::Terminated,
+        x if x == Cause::Aborted as u8 => Cause::Aborted,
+        _ => Cause::Interrupted,
+    }
+}
+
+/// The Int in a register (a backstop behind the checker).
+#[inline(always)]
+fn int_of(v: &Value) -> Result<i64, Failure> {
+    match v {
+        Value::Int(n) => Ok(*n),
+        other => Err(kind_error("an Int", other)),
+    }
 }
 
 #[cold]

@@ -20,18 +20,23 @@
 //!   [`BuiltinFn`]) and the registry.
 
 pub mod builtins;
+pub mod caps;
 pub mod codec;
 pub mod compile;
 pub mod display;
 pub mod exec;
 pub mod failure;
+pub mod io;
 pub mod op;
+pub mod process;
 pub mod quote;
+pub mod runtime;
 pub mod session;
 pub mod value;
 
 pub use builtins::{registry, BuiltinDef, BuiltinFn, Ctx};
-pub use exec::{Escape, RunError, Stdout, Vm};
+pub use exec::{Escape, HostFn, RunError, Stdin, Stdout, Vm};
 pub use failure::{Cause, Failure, FailureInfo, Reason};
+pub use io::SharedBuf;
 pub use session::{Context, Mobile, Scope, SlotId};
 pub use value::{Func, Handle, Key, Keys, Record, Value, Variant};

@@ -166,6 +166,19 @@ pub enum Op {
     Jump { target: u32 },
     /// `if not r[cond] then pc := target`.
     JumpIfFalse { cond: Reg, target: u32 },
+    /// `if not (r[lhs] < k) then pc := target` (Ints; a fused compare and
+    /// branch, emitted when the Bool is used only by the branch).
+    JumpIfNotLtIntK { lhs: Reg, k: i16, target: u32 },
+    /// `if not (r[lhs] <= k) then pc := target` (Ints).
+    JumpIfNotLeIntK { lhs: Reg, k: i16, target: u32 },
+    /// `if not (r[lhs] > k) then pc := target` (Ints).
+    JumpIfNotGtIntK { lhs: Reg, k: i16, target: u32 },
+    /// `if not (r[lhs] >= k) then pc := target` (Ints).
+    JumpIfNotGeIntK { lhs: Reg, k: i16, target: u32 },
+    /// `if not (r[lhs] < r[rhs]) then pc := target` (Ints).
+    JumpIfNotLtInt { lhs: Reg, rhs: Reg, target: u32 },
+    /// `if not (r[lhs] <= r[rhs]) then pc := target` (Ints).
+    JumpIfNotLeInt { lhs: Reg, rhs: Reg, target: u32 },
     /// `if r[src] is not a variant tagged k[tag] then pc := target`.
     JumpIfNotTag {
         src: Reg,
@@ -293,8 +306,78 @@ pub enum Op {
     /// `r[list]`, each in the text conversion, separated by single spaces
     /// and followed by a newline, to the current output sink; `r[dst] := ()`.
     Echo { dst: Reg, list: Reg },
+    /// Runs a command (§6.2–6.3): `mode` says how `r[head]` dispatches
+    /// ([`ExecMode`]); `r[args]` is the argument list. Output goes to the
+    /// current sinks; `r[dst] := ()`.
+    Exec {
+        dst: Reg,
+        head: Reg,
+        args: Reg,
+        mode: ExecMode,
+    },
+    /// Pushes an IO frame that redirects nothing yet.
+    IoPush,
+    /// Redirects stream `fd` of the top IO frame ([`RedirCode`]); `r[src]`
+    /// is the path or here string where the kind needs one.
+    Redir { fd: u8, kind: RedirCode, src: Reg },
+    /// Pops the top IO frame, committing its atomic writes.
+    IoPop,
+    /// Starts a pipeline.
+    PipeBegin,
+    /// Starts non-final stage `proto` (a stage proto sharing this frame's
+    /// locals) on a thread, writing into a new pipe.
+    PipeStage { proto: u32 },
+    /// Pushes an IO frame whose input is the last stage's pipe, for the
+    /// final stage, which runs inline.
+    PipeLast,
+    /// Pops the final stage's frame, waits for every stage, and fails with
+    /// the first unforgiven failure in launch order.
+    PipeEnd,
+    /// Enters `within` with the options record `r[opts]` (§9.1).
+    WithinPush { opts: Reg },
+    /// Leaves the innermost `within`, restoring the context.
+    WithinPop,
+    /// Enters `grant` with the capability record `r[caps]` (§12).
+    GrantPush { caps: Reg },
+    /// Leaves the innermost `grant`.
+    GrantPop,
+    /// Installs a `guard`: a failure until the matching `PopHandler` is
+    /// held and control jumps to `target` (the cleanup, then `Reraise`).
+    PushGuard { target: u32 },
+    /// Fails again with the failure the innermost guard held.
+    Reraise,
     /// Fails: the feature is not supported by this VM yet.
     Unsupported { feature: Feature },
+}
+
+/// How an [`Op::Exec`] head dispatches.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExecMode {
+    /// A bare name: handlers, base handler, catch-all, then `PATH`.
+    Name,
+    /// `^name`: `PATH` only.
+    External,
+    /// A path head: that file.
+    Path,
+}
+
+/// What an [`Op::Redir`] does to its stream.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RedirCode {
+    /// `>`: atomic replace on success.
+    Write,
+    /// `>~`: truncate and stream.
+    Stream,
+    /// `>>`.
+    Append,
+    /// `<`.
+    Read,
+    /// `<<`.
+    Here,
+    /// `2>&1`.
+    ErrToOut,
+    /// `N>&N`: no change.
+    Keep,
 }
 
 const _: () = assert!(std::mem::size_of::<Op>() <= 8);
@@ -373,6 +456,12 @@ impl Op {
             Op::Ne { .. } => "ne",
             Op::Jump { .. } => "jump",
             Op::JumpIfFalse { .. } => "jump-if-false",
+            Op::JumpIfNotLtIntK { .. } => "jump-if-not-lt-int-k",
+            Op::JumpIfNotLeIntK { .. } => "jump-if-not-le-int-k",
+            Op::JumpIfNotGtIntK { .. } => "jump-if-not-gt-int-k",
+            Op::JumpIfNotGeIntK { .. } => "jump-if-not-ge-int-k",
+            Op::JumpIfNotLtInt { .. } => "jump-if-not-lt-int",
+            Op::JumpIfNotLeInt { .. } => "jump-if-not-le-int",
             Op::JumpIfNotTag { .. } => "jump-if-not-tag",
             Op::Payload { .. } => "payload",
             Op::NoArm { .. } => "no-arm",
@@ -412,6 +501,20 @@ impl Op {
             Op::CaptureBegin => "capture-begin",
             Op::CaptureEnd { .. } => "capture-end",
             Op::Echo { .. } => "echo",
+            Op::Exec { .. } => "exec",
+            Op::IoPush => "io-push",
+            Op::Redir { .. } => "redir",
+            Op::IoPop => "io-pop",
+            Op::PipeBegin => "pipe-begin",
+            Op::PipeStage { .. } => "pipe-stage",
+            Op::PipeLast => "pipe-last",
+            Op::PipeEnd => "pipe-end",
+            Op::WithinPush { .. } => "within-push",
+            Op::WithinPop => "within-pop",
+            Op::GrantPush { .. } => "grant-push",
+            Op::GrantPop => "grant-pop",
+            Op::PushGuard { .. } => "push-guard",
+            Op::Reraise => "reraise",
             Op::Unsupported { .. } => "unsupported",
         }
     }
@@ -482,6 +585,15 @@ impl Op {
             Op::Arith { dst, lhs, rhs, op } => (format!("{}, {op:?}", bin(dst, lhs, rhs)), none()),
             Op::Jump { target } => (format!("@{target}"), none()),
             Op::JumpIfFalse { cond, target } => (format!("{}, @{target}", r(cond)), none()),
+            Op::JumpIfNotLtIntK { lhs, k, target }
+            | Op::JumpIfNotLeIntK { lhs, k, target }
+            | Op::JumpIfNotGtIntK { lhs, k, target }
+            | Op::JumpIfNotGeIntK { lhs, k, target } => {
+                (format!("{}, {k}, @{target}", r(lhs)), none())
+            }
+            Op::JumpIfNotLtInt { lhs, rhs, target } | Op::JumpIfNotLeInt { lhs, rhs, target } => {
+                (format!("{}, {}, @{target}", r(lhs), r(rhs)), none())
+            }
             Op::JumpIfNotTag { src, tag, target } => {
                 (format!("{}, k{}, @{target}", r(src), tag.0), kc(tag))
             }
@@ -593,6 +705,28 @@ impl Op {
             Op::PushChain { target } => (format!("@{target}"), none()),
             Op::PopHandler | Op::CaptureBegin => (none(), none()),
             Op::Echo { dst, list } => (format!("{}, {}", r(dst), r(list)), none()),
+            Op::Exec {
+                dst,
+                head,
+                args,
+                mode,
+            } => (
+                format!("{}, {}, {}, {mode:?}", r(dst), r(head), r(args)),
+                none(),
+            ),
+            Op::Redir { fd, kind, src } => (format!("{fd}, {kind:?}, {}", r(src)), none()),
+            Op::IoPush
+            | Op::IoPop
+            | Op::PipeBegin
+            | Op::PipeLast
+            | Op::PipeEnd
+            | Op::WithinPop
+            | Op::GrantPop
+            | Op::Reraise => (none(), none()),
+            Op::GrantPush { caps } => (r(caps), none()),
+            Op::PipeStage { proto } => (format!("p{proto}"), none()),
+            Op::WithinPush { opts } => (r(opts), none()),
+            Op::PushGuard { target } => (format!("@{target}"), none()),
             Op::Unsupported { feature } => (feature.name().to_owned(), none()),
         }
     }

@@ -25,7 +25,7 @@ use std::sync::{Arc, Mutex};
 
 use ral_syntax::SourceId;
 use ral_types::{check_program, CheckOptions, TypeEnv};
-use ral_vm::{Escape, Mobile, RunError, Stdout, Vm};
+use ral_vm::{Escape, Mobile, RunError, Stdin, Stdout, Vm};
 
 /// One golden case.
 #[derive(Debug)]
@@ -143,7 +143,10 @@ fn run_case(src: &str) -> Outcome {
         return Outcome {
             stdout: String::new(),
             status: 1,
-            detail: Some("parse error".into()),
+            detail: Some(format!(
+                "parse error: {:?}",
+                first_message(&parsed.diagnostics)
+            )),
         };
     }
     let opts = CheckOptions { is_script: true };
@@ -152,13 +155,26 @@ fn run_case(src: &str) -> Outcome {
         return Outcome {
             stdout: String::new(),
             status: 1,
-            detail: Some("type error".into()),
+            detail: Some(format!(
+                "type error: {:?}",
+                first_message(&checked.diagnostics)
+            )),
         };
     }
     let module = ral_ir::lower(&parsed.program, &checked, source);
     let sink = Shared::default();
     let mut vm = Vm::new(Mobile::default());
     vm.stdout = Stdout::Writer(Box::new(sink.clone()));
+    // Programs the cases start read nothing from the test's terminal.
+    vm.stdin = Stdin::Null;
+    // temp-dir and temp-file create under TMPDIR: one scratch directory per
+    // case, removed when the case ends.
+    let scratch = tempfile::tempdir().unwrap();
+    vm.mobile.context.env.push((
+        "TMPDIR".into(),
+        Some(scratch.path().to_str().unwrap().into()),
+    ));
+    vm.stderr = Stdout::Buffer(Vec::new());
     let result = vm.run_module(&module);
     let stdout = String::from_utf8_lossy(&sink.0.lock().unwrap()).into_owned();
     let (status, detail) = match result {
@@ -174,6 +190,14 @@ fn run_case(src: &str) -> Outcome {
         status,
         detail,
     }
+}
+
+/// The first diagnostic's title and line, for the failure report.
+fn first_message(diags: &[ral_syntax::Diagnostic]) -> String {
+    diags
+        .first()
+        .map(|d| format!("{} at byte {}", d.message, d.primary.span.start))
+        .unwrap_or_default()
 }
 
 fn golden_files() -> Vec<PathBuf> {

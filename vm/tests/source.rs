@@ -94,17 +94,15 @@ fn a_failed_turn_keeps_earlier_definitions() {
 }
 
 #[test]
-fn commands_are_not_supported_yet() {
-    let r = run("ls -l").1;
+fn a_missing_command_fails_with_127_and_keeps_what_landed() {
+    let (vm, r) = run("let x = 1\nno-such-command-ral-test -l\nlet y = 2");
     assert!(
-        matches!(&r, Err(RunError::Escape(Escape::Fail(f))) if f.message.contains("not supported")),
+        matches!(&r, Err(RunError::Escape(Escape::Fail(f))) if f.status == 127
+            && f.message.contains("command not found")),
         "{r:?}"
     );
-    let r = run("echo hi > out.txt").1;
-    assert!(
-        matches!(&r, Err(RunError::Escape(Escape::Fail(f))) if f.message.contains("not supported")),
-        "{r:?}"
-    );
+    assert_eq!(vm.mobile.scope.get_named("x"), Some(&Value::Int(1)));
+    assert_eq!(vm.mobile.scope.get_named("y"), None);
 }
 
 #[test]
@@ -137,5 +135,42 @@ fn a_caught_failure_is_not_located() {
     assert_eq!(
         value("try { fail [status: 3, message: 'boom'] } { |e| $e[status] }"),
         Value::Int(3)
+    );
+}
+
+#[test]
+fn a_long_session_does_not_keep_each_turns_top_level_code() {
+    let mut vm = Vm::new(Mobile::default());
+    let mut env = TypeEnv::new();
+    let mut counts = Vec::new();
+    for i in 0..300 {
+        let src = if i % 3 == 0 {
+            format!("let f{i} = {{ |x| $[$x + {i}] }}")
+        } else {
+            format!("let x = {i}")
+        };
+        let source = SourceId(0);
+        let parsed = ral_syntax::parse(&src, source);
+        let opts = CheckOptions { is_script: false };
+        let checked = check_program(&parsed.program, source, &env, &opts);
+        assert!(!checked.has_errors(), "{src}");
+        env = env.extend_with(&checked);
+        let module = ral_ir::lower(&parsed.program, &checked, source);
+        vm.run_module(&module).unwrap();
+        counts.push(vm.proto_count());
+    }
+    // A turn that defines a function keeps that function's code (and a
+    // retired hole for its main below it); a turn that defines none adds
+    // nothing.
+    assert!(
+        counts[299] <= 2 * 100 + 1,
+        "proto table grew to {}",
+        counts[299]
+    );
+    assert_eq!(counts[1], counts[2]);
+    let f = vm.mobile.scope.get_named("f297").cloned().unwrap();
+    assert_eq!(
+        vm.call_value(f, vec![Value::Int(3)]).unwrap(),
+        Value::Int(300)
     );
 }

@@ -895,14 +895,16 @@ fn unsupported_features_fail_honestly() {
         block(
             vec![st(
                 Some(0),
-                Expr::Pipeline(vec![block(vec![], Operand::Unit)]),
+                Expr::Audit {
+                    body: block(vec![], Operand::Unit),
+                },
             )],
             l(0),
         ),
     );
     let msg = fail_message(run(&module(vec![main], 0, &[])).1);
     assert!(
-        msg.contains("pipelines") && msg.contains("not supported"),
+        msg.contains("audit") && msg.contains("not supported"),
         "{msg}"
     );
 }

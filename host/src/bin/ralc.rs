@@ -7,6 +7,7 @@
 //! ralc --emit=ast FILE      the same as --dump-ast
 //! ralc --emit=types FILE    the scheme of each top-level binding
 //! ralc --emit=ir FILE       the lowered IR of a file that checked cleanly
+//! ralc --emit=bytecode FILE the register bytecode of every compiled proto
 //! ```
 //!
 //! `-` names standard input. Exit statuses follow spec §16.3: 0 when every
@@ -90,20 +91,24 @@ enum Emit {
     Types,
     /// `--emit=ir`: the lowered IR of a file that checked cleanly.
     Ir,
+    /// `--emit=bytecode`: the register bytecode of every proto, with
+    /// constants and source lines.
+    Bytecode,
 }
 
 impl Emit {
     /// Every kind `--emit` accepts now.
-    const ALL: &'static [Emit] = &[Emit::Ast, Emit::Types, Emit::Ir];
+    const ALL: &'static [Emit] = &[Emit::Ast, Emit::Types, Emit::Ir, Emit::Bytecode];
 
     /// Kinds the design promises but no phase produces yet.
-    const PLANNED: &'static [&'static str] = &["bytecode"];
+    const PLANNED: &'static [&'static str] = &[];
 
     fn name(self) -> &'static str {
         match self {
             Emit::Ast => "ast",
             Emit::Types => "types",
             Emit::Ir => "ir",
+            Emit::Bytecode => "bytecode",
         }
     }
 
@@ -348,6 +353,29 @@ fn run(mode: Mode, files: &[String], out: &mut dyn Write, err: &mut dyn Write) -
                     let _ = write!(out, "{}", ral_ir::print_module(&module));
                 }
             }
+            Mode::Emit(Emit::Bytecode) => {
+                if let Some(checked) = checked.as_ref().filter(|c| !c.has_errors()) {
+                    let module = ral_ir::lower(&parsed.program, checked, id);
+                    let mut vm = ral_vm::Vm::new(ral_vm::Mobile::default());
+                    match vm.load(&module) {
+                        Ok(_) => {
+                            for i in 0..vm.proto_count() {
+                                let Some(p) = u32::try_from(i).ok().and_then(|i| vm.proto(i))
+                                else {
+                                    continue;
+                                };
+                                let _ = writeln!(out, "p{i}:");
+                                let _ = write!(out, "{}", ral_vm::op::disassemble(p));
+                            }
+                        }
+                        Err(e) => {
+                            let _ =
+                                writeln!(err, "ralc: {}: cannot compile: {e}", sources.name(id));
+                            status = status.max(EXIT_FAILURE);
+                        }
+                    }
+                }
+            }
             Mode::Emit(Emit::Ast) => {
                 let tree = ral_syntax::dump::dump_program(&parsed.program);
                 let newline = if tree.ends_with('\n') { "" } else { "\n" };
@@ -444,13 +472,15 @@ mod tests {
 
     #[test]
     fn emit_names_what_exists() {
-        let err = parse_args(&args(&["--emit=bytecode", "a.ral"])).unwrap_err();
-        assert!(err.contains("not implemented yet"), "{err}");
-        assert!(err.contains("available now: ast, types, ir"), "{err}");
+        assert!(parse_args(&args(&["--emit=bytecode", "a.ral"])).is_ok());
         assert!(parse_args(&args(&["--emit=types", "a.ral"])).is_ok());
         assert!(parse_args(&args(&["--emit=ir", "a.ral"])).is_ok());
         let err = parse_args(&args(&["--emit=wat", "a.ral"])).unwrap_err();
         assert!(err.contains("unknown --emit kind 'wat'"), "{err}");
+        assert!(
+            err.contains("available now: ast, types, ir, bytecode"),
+            "{err}"
+        );
         assert!(parse_args(&args(&["--emit"])).is_err());
     }
 

@@ -21,13 +21,18 @@ use std::sync::{Arc, OnceLock};
 use crate::failure::Failure;
 use crate::value::{Record, Value};
 
+pub mod ambient;
 pub mod arith;
 pub mod collections;
 pub mod control;
+pub mod decode;
+pub mod fs;
 pub mod numbers;
 pub mod output;
+pub mod prelude;
 pub mod quoting;
 pub mod re;
+pub mod session;
 pub mod strings;
 
 #[cfg(test)]
@@ -43,9 +48,55 @@ pub trait Ctx {
     /// Writes bytes to the current standard output channel.
     fn write(&mut self, bytes: &[u8]) -> Result<(), Failure>;
 
+    /// Whether the failure [`Ctx::call`] just returned is an `exit` on its
+    /// way out of the program, which no builtin may absorb (§8.8).
+    fn exiting(&self) -> bool {
+        false
+    }
+
     /// Checks for cancellation; loops call it once per element (§8.10).
     fn poll(&mut self) -> Result<(), Failure> {
         Ok(())
+    }
+
+    /// The logical working directory (`cwd`, relative paths, §10.2).
+    fn cwd(&self) -> std::path::PathBuf {
+        std::env::current_dir().unwrap_or_else(|_| std::path::PathBuf::from("/"))
+    }
+
+    /// Environment variable `name` as the current context sees it (scoped
+    /// `within [env: …]` overlays on top of the process environment).
+    fn var(&self, name: &str) -> Option<String> {
+        std::env::var(name).ok()
+    }
+
+    /// The effective environment, sorted by name, without `PWD` and
+    /// `OLDPWD` (§10.2).
+    fn environment(&self) -> Vec<(String, String)> {
+        let mut v: Vec<(String, String)> = std::env::vars_os()
+            .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+            .filter(|(k, _)| k != "PWD" && k != "OLDPWD")
+            .collect();
+        v.sort();
+        v
+    }
+
+    /// The program's arguments (`args`, §10.1).
+    fn args(&self) -> Vec<String> {
+        Vec::new()
+    }
+
+    /// Whether the active grants (§12.3) allow ral itself to read or write
+    /// `path` (absolute); file builtins call it before touching a file.
+    fn check_fs(&self, _op: crate::caps::FsOp, _path: &std::path::Path) -> Result<(), Failure> {
+        Ok(())
+    }
+
+    /// The whole machine, for the builtins that act on the session or the
+    /// process runtime (`cd`, decoders, workers); `None` in unit-test
+    /// contexts.
+    fn vm(&mut self) -> Option<&mut crate::Vm> {
+        None
     }
 }
 
@@ -83,6 +134,30 @@ static REGISTRY: &[BuiltinDef] = &[
     def("equal", 2, collections::equal),
     def("lt", 2, collections::lt),
     def("gt", 2, collections::gt),
+    // §10.2 ambient reads, §14.4 paths and filesystem queries, `warn` of
+    // §14.6, and the prelude's `file-empty` (`ambient.rs`, `fs.rs`)
+    def("env", 0, ambient::env),
+    def("cwd", 0, ambient::cwd),
+    def("home", 0, ambient::home),
+    def("user", 0, ambient::user),
+    def("nproc", 0, ambient::nproc),
+    def("args", 0, ambient::args),
+    def("warn", 1, ambient::warn),
+    def("absolute-path", 1, fs::absolute_path),
+    def("resolve-path", 1, fs::resolve_path),
+    def("abbreviate-home", 1, fs::abbreviate_home),
+    def("list-dir", 1, fs::list_dir),
+    def("file-info", 1, fs::file_info),
+    def("glob", 1, fs::glob),
+    def("exists", 1, fs::exists),
+    def("is-file", 1, fs::is_file),
+    def("is-dir", 1, fs::is_dir),
+    def("is-link", 1, fs::is_link),
+    def("is-readable", 1, fs::is_readable),
+    def("is-writable", 1, fs::is_writable),
+    def("temp-dir", 0, fs::temp_dir),
+    def("temp-file", 0, fs::temp_file),
+    def("file-empty", 1, fs::file_empty),
     // §14.3 strings
     def("upper", 1, strings::upper),
     def("lower", 1, strings::lower),
@@ -121,6 +196,70 @@ static REGISTRY: &[BuiltinDef] = &[
     def("to-csv", 1, output::to_csv),
     // §14.6 failure
     def("fail", 1, control::fail),
+    // §7.3, §14.5 decoders and line readers (they read standard input)
+    def("from-bytes", 0, decode::from_bytes),
+    def("from-string", 0, decode::from_string),
+    def("from-line", 0, decode::from_line),
+    def("from-lines", 0, decode::from_lines),
+    def("from-json", 0, decode::from_json),
+    def("from-jsonl", 0, decode::from_jsonl),
+    def("from-json-at", 1, decode::from_json_at),
+    def("from-csv", 0, decode::from_csv),
+    def("each-line", 1, decode::each_line),
+    def("map-lines", 1, decode::map_lines),
+    def("filter-lines", 1, decode::filter_lines),
+    def("fold-lines", 2, decode::fold_lines),
+    // §14.6, §10.2, §9.5 session state and the terminal
+    def("cd", 1, session::cd),
+    def("alias", 2, session::alias),
+    def("unalias", 1, session::unalias),
+    def("use", 1, session::use_),
+    def("ask", 1, session::ask),
+    def("help", 0, session::help),
+    def("explain", 1, session::explain),
+    def("clear", 0, session::clear),
+    def("reset", 0, session::reset),
+    // prelude (§14.2-§14.6), implemented natively: `prelude/`
+    def("get", 3, prelude::lists::get),
+    def("for", 2, prelude::lists::for_),
+    def("reduce", 2, prelude::lists::reduce),
+    def("reverse", 1, prelude::lists::reverse),
+    def("last", 1, prelude::lists::last),
+    def("take", 2, prelude::lists::take),
+    def("drop", 2, prelude::lists::drop),
+    def("take-while", 2, prelude::lists::take_while),
+    def("drop-while", 2, prelude::lists::drop_while),
+    def("first", 2, prelude::lists::first),
+    def("option-or", 2, prelude::lists::option_or),
+    def("elem", 2, prelude::lists::elem),
+    def("contains", 2, prelude::lists::contains),
+    def("nub", 1, prelude::lists::nub),
+    def("zip", 2, prelude::lists::zip),
+    def("cross", 2, prelude::lists::cross),
+    def("flat-map", 2, prelude::lists::flat_map),
+    def("enumerate", 1, prelude::lists::enumerate),
+    def("concat", 1, prelude::lists::concat),
+    def("group-by", 2, prelude::lists::group_by),
+    def("sum", 1, prelude::numbers::sum),
+    def("max", 2, prelude::numbers::max),
+    def("min", 2, prelude::numbers::min),
+    def("maximum", 1, prelude::numbers::maximum),
+    def("minimum", 1, prelude::numbers::minimum),
+    def("median", 1, prelude::numbers::median),
+    def("median-by", 2, prelude::numbers::median_by),
+    def("words", 1, prelude::text::words),
+    def("from-words", 1, prelude::text::from_words),
+    def("indent", 2, prelude::text::indent),
+    def("repeat", 2, prelude::text::repeat),
+    def("pad-left", 2, prelude::text::pad_left),
+    def("pad-right", 2, prelude::text::pad_right),
+    def("styled", 2, prelude::text::styled),
+    def("bytes-to-string", 1, prelude::text::bytes_to_string),
+    def("line-count", 1, prelude::paths::line_count),
+    def("extension", 1, prelude::paths::extension),
+    def("attempt", 1, prelude::failure::attempt),
+    def("succeeds", 1, prelude::failure::succeeds),
+    def("retry", 2, prelude::failure::retry),
 ];
 
 /// Every builtin implemented here.
@@ -214,7 +353,7 @@ mod tests {
     use ral_types::ty::{Con, SchemeNode};
 
     fn arrows(b: &ral_types::Builtin) -> usize {
-        let scheme = &b.scheme;
+        let scheme = b.scheme();
         let mut cur = scheme.root();
         let mut n = 0;
         while let Some(SchemeNode::Con(Con::Arrow { result, .. })) = scheme.node(cur) {

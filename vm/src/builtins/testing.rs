@@ -14,6 +14,9 @@ pub(crate) struct FakeCtx {
     bodies: Vec<Body>,
     pub(crate) out: Vec<u8>,
     pub(crate) calls: usize,
+    /// The fake's stand-in for the VM's pending exit: set when a body
+    /// fails with the message `exit`.
+    exiting: bool,
 }
 
 impl FakeCtx {
@@ -22,6 +25,7 @@ impl FakeCtx {
             bodies: Vec::new(),
             out: Vec::new(),
             calls: 0,
+            exiting: false,
         }
     }
 
@@ -70,7 +74,9 @@ impl Ctx for FakeCtx {
                     .bodies
                     .get(*proto as usize)
                     .ok_or_else(|| Failure::error("no such proto"))?;
-                body(args)
+                let r = body(args);
+                self.exiting = matches!(&r, Err(f) if f.message == "exit");
+                r
             }
             Func::Builtin { id, applied } => {
                 let def = by_table_id(ral_types::BuiltinId(*id))
@@ -86,6 +92,10 @@ impl Ctx for FakeCtx {
     fn write(&mut self, bytes: &[u8]) -> Result<(), Failure> {
         self.out.extend_from_slice(bytes);
         Ok(())
+    }
+
+    fn exiting(&self) -> bool {
+        self.exiting
     }
 }
 

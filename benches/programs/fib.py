@@ -1,0 +1,8 @@
+# fib.py: peer of fib.ral. Naive doubly recursive Fibonacci of 30.
+def fib(n):
+    if n < 2:
+        return n
+    return fib(n - 1) + fib(n - 2)
+
+
+print(fib(30))

@@ -1,0 +1,317 @@
+//! The command line and start-up.
+//!
+//! Start-up order matters: the API keys are read from the environment and
+//! removed from it first, while the process is still single-threaded, so
+//! neither the shell nor any program it starts ever sees them. Then the
+//! arguments, the provider, the log, the signal flags, the session, and
+//! the mode (headless or interactive).
+//!
+//! Exit statuses: 0 success; 1 agent or provider error; 2 usage error;
+//! 124 the `--max-wall` limit; 130 SIGINT; 143 SIGTERM/SIGHUP.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant, SystemTime};
+
+use clap::{Parser, ValueEnum};
+use serde_json::json;
+
+use crate::agent::{Agent, AgentConfig};
+use crate::control::Control;
+use crate::headless::{self, HeadlessRun, OutputFormat};
+use crate::interactive;
+use crate::log::{self, SessionLog};
+use crate::prompt::{system_prompt, HostFacts};
+use crate::provider::{HttpConfig, HttpProvider, Provider, WireFormat};
+use crate::session::{Session, SessionConfig};
+use crate::tool::TIMEOUT_MAX_SECS;
+
+/// Exit status of a usage error.
+pub const EXIT_USAGE: i32 = 2;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ProviderArg {
+    Anthropic,
+    Openai,
+}
+
+impl ProviderArg {
+    fn wire(self) -> WireFormat {
+        match self {
+            ProviderArg::Anthropic => WireFormat::Anthropic,
+            ProviderArg::Openai => WireFormat::OpenAi,
+        }
+    }
+
+    fn key_var(self) -> &'static str {
+        match self {
+            ProviderArg::Anthropic => "ANTHROPIC_API_KEY",
+            ProviderArg::Openai => "OPENAI_API_KEY",
+        }
+    }
+
+    fn base_url_var(self) -> &'static str {
+        match self {
+            ProviderArg::Anthropic => "ANTHROPIC_BASE_URL",
+            ProviderArg::Openai => "OPENAI_BASE_URL",
+        }
+    }
+
+    fn default_model(self) -> &'static str {
+        match self {
+            ProviderArg::Anthropic => "claude-sonnet-4-5",
+            ProviderArg::Openai => "gpt-4.1",
+        }
+    }
+}
+
+/// exarch: a coding agent whose one tool runs ral programs on a persistent
+/// ral session.
+#[derive(Debug, Parser)]
+#[command(name = "exarch", version, about, long_about = None)]
+pub struct Args {
+    /// The provider's wire format and key.
+    #[arg(long, value_enum, default_value_t = ProviderArg::Anthropic)]
+    pub provider: ProviderArg,
+    /// The model (default: claude-sonnet-4-5 or gpt-4.1).
+    #[arg(long)]
+    pub model: Option<String>,
+    /// The server root; exarch appends /v1/messages or /v1/chat/completions
+    /// (default: $ANTHROPIC_BASE_URL / $OPENAI_BASE_URL, else the public
+    /// API).
+    #[arg(long, value_name = "URL")]
+    pub base_url: Option<String>,
+    /// Run one prompted exchange without interaction, then exit.
+    #[arg(long)]
+    pub headless: bool,
+    /// The prompt (headless).
+    #[arg(long, value_name = "TEXT", conflicts_with = "file")]
+    pub prompt: Option<String>,
+    /// Read the prompt from a file (headless).
+    #[arg(long, value_name = "PATH")]
+    pub file: Option<PathBuf>,
+    /// Headless output: the final text, or one JSON result object.
+    #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
+    pub output_format: OutputFormat,
+    /// Model requests allowed per exchange.
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_turns: u32,
+    /// A limit on the whole run, in seconds (exit 124 when it passes).
+    #[arg(long, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_wall: Option<u64>,
+    /// The wall of a tool call that sets no timeout_secs.
+    #[arg(long, default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..=TIMEOUT_MAX_SECS))]
+    pub timeout_secs: u64,
+    /// Where session logs go (default: $XDG_STATE_HOME/exarch).
+    #[arg(long, value_name = "DIR")]
+    pub log_dir: Option<PathBuf>,
+    /// A file whose text replaces the built-in persona of the system prompt
+    /// (the guide to the tool and the session facts stay).
+    #[arg(long, value_name = "FILE")]
+    pub system: Option<PathBuf>,
+    /// Send plain (non-streaming) requests.
+    #[arg(long)]
+    pub no_stream: bool,
+    /// The output token cap per request.
+    #[arg(long, value_name = "N")]
+    pub max_tokens: Option<u32>,
+}
+
+/// The keys, taken out of the environment.
+#[derive(Default)]
+pub struct Credentials {
+    anthropic: Option<String>,
+    openai: Option<String>,
+}
+
+impl std::fmt::Debug for Credentials {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Credentials")
+            .field("anthropic", &self.anthropic.as_ref().map(|_| "<set>"))
+            .field("openai", &self.openai.as_ref().map(|_| "<set>"))
+            .finish()
+    }
+}
+
+impl Credentials {
+    /// Reads both keys and removes them from the process environment. Call
+    /// before any thread starts.
+    pub fn take_from_env() -> Credentials {
+        let take = |var: &str| {
+            let v = std::env::var(var).ok().filter(|v| !v.trim().is_empty());
+            std::env::remove_var(var);
+            v.map(|v| v.trim().to_owned())
+        };
+        Credentials {
+            anthropic: take("ANTHROPIC_API_KEY"),
+            openai: take("OPENAI_API_KEY"),
+        }
+    }
+
+    fn for_provider(&self, p: ProviderArg) -> Option<String> {
+        match p {
+            ProviderArg::Anthropic => self.anthropic.clone(),
+            ProviderArg::Openai => self.openai.clone(),
+        }
+    }
+}
+
+/// The environment the shell's programs get besides the scrubbed keys:
+/// no colour and no pager (output goes to a model, and a pager would wait
+/// on a terminal nobody reads).
+fn prepare_child_environment() {
+    std::env::set_var("NO_COLOR", "1");
+    std::env::set_var("PAGER", "cat");
+    std::env::set_var("GIT_PAGER", "cat");
+}
+
+/// The binary's entry; returns the exit status.
+pub fn main() -> i32 {
+    let creds = Credentials::take_from_env();
+    prepare_child_environment();
+    let args = match Args::try_parse() {
+        Ok(a) => a,
+        Err(e) => {
+            let _ = e.print();
+            return e.exit_code();
+        }
+    };
+    run(args, creds)
+}
+
+/// Runs exarch with parsed arguments.
+pub fn run(args: Args, creds: Credentials) -> i32 {
+    let started = Instant::now();
+    let json_out = args.headless && args.output_format == OutputFormat::Json;
+    let usage_error = |msg: &str| -> i32 {
+        eprintln!("exarch: {msg}");
+        if json_out {
+            headless::write_usage_error(msg, started);
+        }
+        EXIT_USAGE
+    };
+    if !args.headless && (args.prompt.is_some() || args.file.is_some()) {
+        return usage_error("--prompt and --file need --headless");
+    }
+    if !args.headless && args.output_format == OutputFormat::Json {
+        return usage_error("--output-format json needs --headless");
+    }
+    let prompt = if args.headless {
+        let text = match (&args.prompt, &args.file) {
+            (Some(p), _) => p.clone(),
+            (None, Some(f)) => match std::fs::read_to_string(f) {
+                Ok(t) => t,
+                Err(e) => return usage_error(&format!("cannot read {}: {e}", f.display())),
+            },
+            (None, None) => return usage_error("--headless needs --prompt TEXT or --file PATH"),
+        };
+        if text.trim().is_empty() {
+            return usage_error("the prompt is blank");
+        }
+        Some(text)
+    } else {
+        None
+    };
+    let persona = match &args.system {
+        Some(f) => match std::fs::read_to_string(f) {
+            Ok(t) => Some(t),
+            Err(e) => return usage_error(&format!("cannot read {}: {e}", f.display())),
+        },
+        None => None,
+    };
+    let base_url = args
+        .base_url
+        .clone()
+        .or_else(|| std::env::var(args.provider.base_url_var()).ok())
+        .filter(|u| !u.trim().is_empty());
+    let key = creds.for_provider(args.provider);
+    if key.is_none() && base_url.is_none() {
+        return usage_error(&format!(
+            "{} is not set (a key is needed for the public API; a --base-url server may do without)",
+            args.provider.key_var()
+        ));
+    }
+    let model = args
+        .model
+        .clone()
+        .unwrap_or_else(|| args.provider.default_model().to_owned());
+    let mut cfg = HttpConfig::new(args.provider.wire(), model.clone(), key);
+    if let Some(u) = &base_url {
+        cfg.base_url = u.trim().to_owned();
+    }
+    cfg.stream = !args.no_stream;
+    cfg.max_tokens = args.max_tokens;
+    let provider = match HttpProvider::new(cfg) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("exarch: {e}");
+            return 1;
+        }
+    };
+
+    let log_dir = args.log_dir.clone().unwrap_or_else(log::default_dir);
+    let mut session_log = match SessionLog::create_in(&log_dir) {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!(
+                "exarch: cannot open a session log in {}: {e}; continuing without one",
+                log_dir.display()
+            );
+            SessionLog::disabled()
+        }
+    };
+    let ctl = Control::new(args.max_wall.map(Duration::from_secs));
+    if let Err(e) = ctl.install_signal_handlers() {
+        eprintln!("exarch: cannot install signal handlers: {e}");
+    }
+    let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
+    let date = log::rfc3339(SystemTime::now());
+    let system = system_prompt(
+        persona.as_deref(),
+        &HostFacts {
+            cwd: &cwd,
+            default_timeout: args.timeout_secs,
+            headless: args.headless,
+            date: date.get(..10).unwrap_or(&date),
+        },
+    );
+    session_log.record(
+        "session_started",
+        json!({
+            "provider": provider.name(),
+            "model": provider.model(),
+            "base_url": provider.config().base_url,
+            "streaming": !args.no_stream,
+            "exarch_version": env!("CARGO_PKG_VERSION"),
+            "ral_host_version": env!("CARGO_PKG_VERSION"),
+            "pid": std::process::id(),
+            "cwd": cwd.display().to_string(),
+            "mode": if args.headless { "headless" } else { "interactive" },
+            "max_turns": args.max_turns,
+            "max_wall_secs": args.max_wall,
+            "timeout_secs": args.timeout_secs,
+        }),
+    );
+    let session = Session::new(SessionConfig {
+        default_timeout: Duration::from_secs(args.timeout_secs),
+        ..SessionConfig::default()
+    });
+    let agent = Agent::new(
+        &provider,
+        session,
+        AgentConfig {
+            system,
+            max_turns: args.max_turns,
+        },
+    )
+    .with_log(session_log);
+    match prompt {
+        Some(prompt) => headless::run(HeadlessRun {
+            agent,
+            prompt: &prompt,
+            ctl: &ctl,
+            format: args.output_format,
+            started,
+        }),
+        None => interactive::run(agent, &ctl, started),
+    }
+}

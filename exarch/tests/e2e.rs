@@ -1,0 +1,597 @@
+//! End-to-end: the real `exarch` binary, headless, against the fake server
+//! on 127.0.0.1, in both wire formats, streaming and not. Every run is
+//! bounded: a run that does not exit in time is killed and the test fails.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::io::Read;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::*;
+use serde_json::{json, Value};
+
+const SECRET: &str = "sk-test-secret-value";
+
+struct Run {
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+    elapsed: Duration,
+    log: Vec<Value>,
+    _dir: tempfile::TempDir,
+}
+
+impl Run {
+    fn json(&self) -> Value {
+        let lines: Vec<&str> = self
+            .stdout
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .collect();
+        assert_eq!(
+            lines.len(),
+            1,
+            "stdout must be one JSON object:\n{}\nstderr:\n{}",
+            self.stdout,
+            self.stderr
+        );
+        serde_json::from_str(lines[0]).unwrap_or_else(|e| panic!("{e}: {}", self.stdout))
+    }
+
+    fn log_kinds(&self) -> Vec<String> {
+        self.log
+            .iter()
+            .map(|r| r["kind"].as_str().unwrap_or_default().to_owned())
+            .collect()
+    }
+}
+
+fn spawn(
+    server: &FakeServer,
+    wire: Wire,
+    stream: bool,
+    extra: &[&str],
+    dir: &tempfile::TempDir,
+) -> Child {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_exarch"));
+    cmd.arg("--headless")
+        .args(["--provider", wire.name()])
+        .args(["--model", "test-model"])
+        .args(["--base-url", &server.url()])
+        .args(["--output-format", "json"])
+        .arg("--log-dir")
+        .arg(dir.path().join("logs"))
+        .args(extra)
+        .current_dir(dir.path())
+        .env_remove("ANTHROPIC_BASE_URL")
+        .env_remove("OPENAI_BASE_URL")
+        .env("ANTHROPIC_API_KEY", SECRET)
+        .env("OPENAI_API_KEY", SECRET)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    if !stream {
+        cmd.arg("--no-stream");
+    }
+    cmd.spawn().expect("spawn exarch")
+}
+
+fn finish(mut child: Child, limit: Duration, dir: tempfile::TempDir) -> Run {
+    let started = Instant::now();
+    let mut out = child.stdout.take().unwrap();
+    let mut err = child.stderr.take().unwrap();
+    let t_out = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = out.read_to_string(&mut s);
+        s
+    });
+    let t_err = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = err.read_to_string(&mut s);
+        s
+    });
+    let code = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status.code();
+        }
+        if started.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            let stderr = t_err.join().unwrap_or_default();
+            panic!("exarch did not exit within {limit:?}; stderr:\n{stderr}");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let elapsed = started.elapsed();
+    let stdout = t_out.join().unwrap();
+    let stderr = t_err.join().unwrap();
+    let log = read_log(&dir.path().join("logs"));
+    Run {
+        code,
+        stdout,
+        stderr,
+        elapsed,
+        log,
+        _dir: dir,
+    }
+}
+
+fn read_log(dir: &std::path::Path) -> Vec<Value> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let files: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
+    assert!(files.len() <= 1, "one log per run: {files:?}");
+    files
+        .first()
+        .map(|f| {
+            std::fs::read_to_string(f)
+                .unwrap()
+                .lines()
+                .map(|l| serde_json::from_str(l).unwrap())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn run(server: &FakeServer, wire: Wire, stream: bool, extra: &[&str], limit: Duration) -> Run {
+    let dir = tempfile::tempdir().unwrap();
+    let child = spawn(server, wire, stream, extra, &dir);
+    finish(child, limit, dir)
+}
+
+const MODES: [(Wire, bool); 4] = [
+    (Wire::Anthropic, true),
+    (Wire::Anthropic, false),
+    (Wire::OpenAi, true),
+    (Wire::OpenAi, false),
+];
+
+const PATIENCE: Duration = Duration::from_secs(30);
+
+#[test]
+fn a_binding_made_in_call_one_is_read_in_call_two() {
+    for (wire, stream) in MODES {
+        let server = FakeServer::start(vec![
+            wire.ral(stream, "c1", "let n = 41\necho started"),
+            wire.ral(stream, "c2", "return $[$n + 1]"),
+            wire.text(stream, "The answer is 42."),
+        ]);
+        let r = run(
+            &server,
+            wire,
+            stream,
+            &["--prompt", "add one to 41"],
+            PATIENCE,
+        );
+        let j = r.json();
+        assert_eq!(r.code, Some(0), "{wire:?} {stream}: {}", r.stderr);
+        assert_eq!(j["type"], "result");
+        assert_eq!(j["is_error"], false);
+        assert_eq!(j["result"], "The answer is 42.");
+        assert_eq!(j["stop_reason"], "end_turn");
+        assert_eq!(j["num_turns"], 3);
+        assert!(j["duration_ms"].as_u64().is_some());
+        assert!(j.get("total_cost_usd").is_some());
+        let usage = &j["usage"];
+        assert_eq!(usage["output_tokens"], 15, "{usage}");
+        assert!(usage["input_tokens"].as_u64().unwrap() >= 27, "{usage}");
+        assert_eq!(usage["cache_read_input_tokens"], 3, "{usage}");
+        let cache_writes = if wire == Wire::Anthropic { 6 } else { 0 };
+        assert_eq!(
+            usage["cache_creation_input_tokens"], cache_writes,
+            "{usage}"
+        );
+        let seen = server.requests();
+        assert_eq!(seen.len(), 3);
+        assert_eq!(
+            seen[1].tool_results(),
+            vec!["STDOUT:\nstarted\n\nEXIT: 0".to_owned()]
+        );
+        assert_eq!(seen[2].tool_results()[1], "VALUE:\n42\n\nEXIT: 0");
+        // The system prompt tells the truths.
+        let system = match wire {
+            Wire::Anthropic => seen[0].body["system"][0]["text"]
+                .as_str()
+                .unwrap()
+                .to_owned(),
+            Wire::OpenAi => seen[0].body["messages"][0]["content"]
+                .as_str()
+                .unwrap()
+                .to_owned(),
+        };
+        assert!(system.contains("their bindings are still bound"));
+        // The session log: bookends, usage per request, the exact results.
+        let kinds = r.log_kinds();
+        assert_eq!(
+            kinds.first().map(String::as_str),
+            Some("session_started"),
+            "{kinds:?}"
+        );
+        assert_eq!(
+            kinds.last().map(String::as_str),
+            Some("session_ended"),
+            "{kinds:?}"
+        );
+        assert_eq!(kinds.iter().filter(|k| *k == "request").count(), 3);
+        let logged: Vec<&str> = r
+            .log
+            .iter()
+            .filter(|x| x["kind"] == "tool_call")
+            .map(|x| x["result"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            logged,
+            vec!["STDOUT:\nstarted\n\nEXIT: 0", "VALUE:\n42\n\nEXIT: 0"]
+        );
+        assert_eq!(r.log[0]["model"], "test-model");
+        assert_eq!(r.log[0]["provider"], wire.name());
+        assert!(r.stderr.contains("[tool: ral] a step"), "{}", r.stderr);
+    }
+}
+
+#[test]
+fn a_failed_call_keeps_what_landed_and_the_next_call_reads_it() {
+    for (wire, stream) in MODES {
+        let server = FakeServer::start(vec![
+            wire.ral(
+                stream,
+                "c1",
+                "let before = 7\nfail [status: 3, message: 'boom']\nlet after = 8",
+            ),
+            wire.ral(stream, "c2", "return $before"),
+            wire.text(stream, "Recovered."),
+        ]);
+        let r = run(&server, wire, stream, &["--prompt", "go"], PATIENCE);
+        assert_eq!(r.code, Some(0), "{}", r.stderr);
+        let seen = server.requests();
+        let failed = &seen[1].tool_results()[0];
+        assert!(failed.contains("boom"), "{failed}");
+        assert!(
+            failed.contains("their bindings are still bound"),
+            "{failed}"
+        );
+        assert!(failed.contains("did not run"), "{failed}");
+        assert!(failed.ends_with("EXIT: 3"), "{failed}");
+        assert_eq!(seen[2].tool_results()[1], "VALUE:\n7\n\nEXIT: 0");
+    }
+}
+
+#[test]
+fn detached_worker_cannot_outlive_turn_completion() {
+    for (wire, stream) in MODES {
+        let server = FakeServer::start(vec![
+            wire.ral(
+                stream,
+                "c1",
+                "let forever = { |n| forever $[$n + 1] }\nlet h = spawn { forever 0 }\nreturn 'started'",
+            ),
+            wire.text(stream, "The worker is running."),
+        ]);
+        let r = run(
+            &server,
+            wire,
+            stream,
+            &["--prompt", "start a server"],
+            Duration::from_secs(20),
+        );
+        assert_eq!(r.code, Some(0), "{}", r.stderr);
+        assert!(r.elapsed < Duration::from_secs(15), "{:?}", r.elapsed);
+        let j = r.json();
+        assert_eq!(j["result"], "The worker is running.");
+        assert_eq!(
+            server.requests()[1].tool_results()[0],
+            "VALUE:\nstarted\n\nEXIT: 0"
+        );
+        assert!(r.log_kinds().contains(&"session_ended".to_owned()));
+    }
+}
+
+#[test]
+fn a_worker_running_an_external_program_does_not_hold_the_run() {
+    let wire = Wire::Anthropic;
+    let server = FakeServer::start(vec![
+        wire.ral(true, "c1", "let h = spawn { sleep 1000 }\nreturn 'started'"),
+        wire.text(true, "Started."),
+    ]);
+    let r = run(
+        &server,
+        wire,
+        true,
+        &["--prompt", "start"],
+        Duration::from_secs(20),
+    );
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert_eq!(
+        server.requests()[1].tool_results()[0],
+        "VALUE:\nstarted\n\nEXIT: 0"
+    );
+    assert!(r.elapsed < Duration::from_secs(10), "{:?}", r.elapsed);
+}
+
+#[test]
+fn a_call_wall_stops_the_call_and_the_run_goes_on() {
+    for (wire, stream) in MODES {
+        let server = FakeServer::start(vec![
+            wire.tool(
+                stream,
+                "c1",
+                json!({"cmd": "let kept = 1\nlet spin = { |n| spin $[$n + 1] }\nspin 0", "timeout_secs": 1}),
+            ),
+            wire.ral(stream, "c2", "return $kept"),
+            wire.text(stream, "Done."),
+        ]);
+        let r = run(&server, wire, stream, &["--prompt", "spin"], PATIENCE);
+        assert_eq!(r.code, Some(0), "{}", r.stderr);
+        let seen = server.requests();
+        let walled = &seen[1].tool_results()[0];
+        assert!(walled.contains("wall of 1s"), "{walled}");
+        assert!(walled.contains("still bound"), "{walled}");
+        assert!(walled.ends_with("EXIT: 124"), "{walled}");
+        assert_eq!(seen[2].tool_results()[1], "VALUE:\n1\n\nEXIT: 0");
+    }
+}
+
+#[test]
+fn the_run_wall_ends_a_stuck_run_with_its_result() {
+    let wire = Wire::OpenAi;
+    let server = FakeServer::start(vec![wire.tool(
+        false,
+        "c1",
+        json!({"cmd": "let spin = { |n| spin $[$n + 1] }\nspin 0", "timeout_secs": 600}),
+    )]);
+    let r = run(
+        &server,
+        wire,
+        false,
+        &["--prompt", "spin", "--max-wall", "2"],
+        Duration::from_secs(20),
+    );
+    assert_eq!(r.code, Some(124), "{}", r.stderr);
+    assert!(r.elapsed < Duration::from_secs(10), "{:?}", r.elapsed);
+    let j = r.json();
+    assert_eq!(j["is_error"], true);
+    assert_eq!(j["stop_reason"], "max_wall");
+    assert!(j["error"].as_str().unwrap().contains("max-wall"));
+}
+
+#[test]
+fn the_run_wall_also_bounds_a_silent_provider() {
+    let server = FakeServer::start(vec![Canned::Delay(
+        Duration::from_secs(30),
+        Box::new(Canned::ok(anth_text("late"))),
+    )]);
+    let r = run(
+        &server,
+        Wire::Anthropic,
+        false,
+        &["--prompt", "hi", "--max-wall", "1"],
+        Duration::from_secs(20),
+    );
+    assert_eq!(r.code, Some(124), "{}", r.stderr);
+    assert_eq!(r.json()["stop_reason"], "max_wall");
+}
+
+#[test]
+fn malformed_tool_input_answers_the_model_and_never_runs() {
+    for (wire, stream) in [(Wire::Anthropic, true), (Wire::OpenAi, true)] {
+        let bad = match wire {
+            // Anthropic: an input without `cmd`.
+            Wire::Anthropic => wire.tool(stream, "c1", json!({"command": "let x = 1"})),
+            // OpenAI: arguments that are not JSON at all.
+            Wire::OpenAi => Canned::ok(
+                json!({"choices": [{"index": 0, "finish_reason": "tool_calls",
+                "message": {"role": "assistant", "content": null, "tool_calls": [
+                    {"id": "c1", "type": "function", "function": {"name": "ral", "arguments": "{\"cmd\": "}}]}}]}),
+            ),
+        };
+        let server = FakeServer::start(vec![
+            bad,
+            wire.tool(stream, "c2", json!({"cmd": "1", "description": "x"})),
+            wire.text(stream, "Sorry."),
+        ]);
+        let r = run(&server, wire, stream, &["--prompt", "go"], PATIENCE);
+        assert_eq!(r.code, Some(0), "{}", r.stderr);
+        let seen = server.requests();
+        let answer = &seen[1].tool_results()[0];
+        assert!(answer.starts_with("tool input error: "), "{answer}");
+        assert!(!answer.contains("EXIT"), "{answer}");
+        if wire == Wire::Anthropic {
+            let block = seen[1].body["messages"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
+                .find(|b| b["type"] == "tool_result")
+                .unwrap();
+            assert_eq!(block["is_error"], true);
+        }
+        let logged = r.log.iter().find(|x| x["kind"] == "tool_call").unwrap();
+        assert_eq!(logged["is_error"], true);
+        assert_eq!(logged["result"].as_str(), Some(answer.as_str()));
+    }
+}
+
+#[test]
+fn sigterm_writes_an_interrupted_result() {
+    let wire = Wire::Anthropic;
+    let server = FakeServer::start(vec![wire.tool(
+        false,
+        "c1",
+        json!({"cmd": "let spin = { |n| spin $[$n + 1] }\nspin 0", "timeout_secs": 600}),
+    )]);
+    let dir = tempfile::tempdir().unwrap();
+    let child = spawn(&server, wire, false, &["--prompt", "spin"], &dir);
+    // Wait until the call is running (the server has answered).
+    let started = Instant::now();
+    while server.requests().is_empty() && started.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    let killed = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let r = finish(child, Duration::from_secs(20), dir);
+    assert_eq!(r.code, Some(143), "{}", r.stderr);
+    let j = r.json();
+    assert_eq!(j["stop_reason"], "interrupted");
+    assert_eq!(j["is_error"], true);
+}
+
+#[test]
+fn usage_errors_exit_two_with_a_result() {
+    let server = FakeServer::start(vec![]);
+    let r = run(
+        &server,
+        Wire::Anthropic,
+        true,
+        &["--prompt", "   "],
+        PATIENCE,
+    );
+    assert_eq!(r.code, Some(2));
+    assert_eq!(r.json()["is_error"], true);
+    assert!(server.requests().is_empty());
+}
+
+#[test]
+fn provider_errors_exit_one_with_the_error() {
+    let server = FakeServer::start(vec![Canned::status(
+        401,
+        json!({"error": {"message": "invalid key"}}),
+    )]);
+    let r = run(&server, Wire::OpenAi, false, &["--prompt", "hi"], PATIENCE);
+    assert_eq!(r.code, Some(1), "{}", r.stderr);
+    let j = r.json();
+    assert_eq!(j["is_error"], true);
+    assert_eq!(j["stop_reason"], "error");
+    assert!(j["error"].as_str().unwrap().contains("invalid key"));
+    assert!(r.log_kinds().contains(&"error".to_owned()));
+}
+
+#[test]
+fn the_key_never_reaches_the_shell() {
+    let wire = Wire::Anthropic;
+    let server = FakeServer::start(vec![
+        wire.ral(false, "c1", "return !{env}"),
+        wire.text(false, "ok"),
+    ]);
+    let r = run(&server, wire, false, &["--prompt", "env"], PATIENCE);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let seen = server.requests();
+    assert_eq!(seen[0].header("x-api-key"), Some(SECRET));
+    let result = &seen[1].tool_results()[0];
+    assert!(
+        result.contains("VALUE:") && result.contains("PATH"),
+        "env did not run: {result}"
+    );
+    assert!(!result.contains(SECRET), "the key leaked: {result}");
+    assert!(!result.contains("ANTHROPIC_API_KEY"), "{result}");
+}
+
+#[test]
+fn max_turns_ends_the_run_as_an_error() {
+    let wire = Wire::OpenAi;
+    let server = FakeServer::start(vec![
+        wire.ral(false, "c1", "let a = 1"),
+        wire.ral(false, "c2", "let b = 2"),
+    ]);
+    let r = run(
+        &server,
+        wire,
+        false,
+        &["--prompt", "go", "--max-turns", "2"],
+        PATIENCE,
+    );
+    assert_eq!(r.code, Some(1), "{}", r.stderr);
+    let j = r.json();
+    assert_eq!(j["stop_reason"], "max_turns");
+    assert_eq!(j["num_turns"], 2);
+}
+
+#[test]
+fn text_output_prints_only_the_final_reply() {
+    let wire = Wire::OpenAi;
+    let server = FakeServer::start(vec![
+        wire.ral(true, "c1", "echo noise"),
+        wire.text(true, "Only this."),
+    ]);
+    let dir = tempfile::tempdir().unwrap();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_exarch"));
+    let out = cmd
+        .args([
+            "--headless",
+            "--provider",
+            "openai",
+            "--base-url",
+            &server.url(),
+            "--prompt",
+            "go",
+        ])
+        .arg("--log-dir")
+        .arg(dir.path())
+        .env("OPENAI_API_KEY", SECRET)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "Only this.\n");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("[tool: ral] a step — echo noise"), "{err}");
+    assert!(err.contains("[turn 2]"), "{err}");
+}
+
+#[test]
+fn interactive_line_mode_chats_clears_and_quits() {
+    let wire = Wire::Anthropic;
+    let server = FakeServer::start(vec![
+        wire.ral(true, "c1", "let mark = 5"),
+        wire.text(true, "Bound it."),
+        wire.ral(true, "c2", "return $mark"),
+        wire.text(true, "Gone after clear."),
+    ]);
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_exarch"))
+        .args(["--provider", "anthropic", "--base-url", &server.url()])
+        .arg("--log-dir")
+        .arg(dir.path().join("logs"))
+        .env("ANTHROPIC_API_KEY", SECRET)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        use std::io::Write;
+        let mut stdin = child.stdin.take().unwrap();
+        stdin
+            .write_all(b"bind something\n/resources\n/clear\nread it back\n/bogus\n/quit\n")
+            .unwrap();
+    }
+    let r = finish(child, PATIENCE, dir);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert!(r.stdout.contains("Bound it."), "{}", r.stdout);
+    assert!(r.stdout.contains("● a step"), "{}", r.stdout);
+    assert!(r.stdout.contains("calls"), "{}", r.stdout);
+    assert!(
+        r.stdout.contains("(conversation and shell cleared)"),
+        "{}",
+        r.stdout
+    );
+    assert!(r.stdout.contains("unknown command /bogus"), "{}", r.stdout);
+    // After /clear the binding is gone (a type error: nothing ran) and the
+    // conversation restarted.
+    let seen = server.requests();
+    assert_eq!(seen.len(), 4);
+    let after_clear = &seen[3].tool_results()[0];
+    assert!(
+        after_clear.starts_with("ERROR (type error"),
+        "{after_clear}"
+    );
+    assert_eq!(seen[2].body["messages"].as_array().unwrap().len(), 1);
+    assert!(r.log_kinds().contains(&"cleared".to_owned()));
+}

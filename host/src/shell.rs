@@ -1,0 +1,906 @@
+//! [`Shell`]: the persistent session and its one door, [`Shell::run_turn`].
+//!
+//! # A turn
+//!
+//! 1. **Entry.** The lease clock and the worker registry's turn clock
+//!    tick; the session's cancel flag is cleared (an interrupt that arrived
+//!    between turns is void).
+//! 2. **Front end.** Parse, check against the session's accumulated
+//!    [`TypeEnv`], lower, all on one stack segment. An error returns
+//!    [`TurnReport::Static`] (status 2 or 1) and changes nothing else.
+//! 3. **Compiling** onto the session's one [`Vm`]. There is one VM for the
+//!    life of the session because the closures it holds name its proto
+//!    table.
+//! 4. **Renewal** (seam 1 of the lease ledger): the module's
+//!    [`ral_ir::referenced_names`], once it compiled.
+//! 5. **Run**, inside the turn's IO frame and under the turn wall. Each
+//!    top-level `let` lands as its statement completes (spec §5.6).
+//! 6. **Settle.** The type environment grows by the schemes of exactly the
+//!    bindings that landed, read from the scope's install journal, so a
+//!    failed turn's landed bindings type-check in the next turn. The
+//!    ledger stamps the installs and renews the names the VM reported.
+//!
+//! # Laws
+//!
+//! - **A failed run keeps its bindings.** A raise, the wall, `exit`, a
+//!   failed command: each leaves every binding that landed, and nothing
+//!   reports a rollback. There is no transaction.
+//! - **The only rollback is the panic checkpoint.** `run_turn` checkpoints
+//!   `(scope, context)` at entry and restores it in exactly one place: the
+//!   arm that catches a Rust panic out of compilation or evaluation, which
+//!   reports `run panicked: …` (status 70). The scope half is an undo log
+//!   (`Scope::checkpoint`), not a copy: a copy-on-write clone would make
+//!   the turn's first definition copy the whole slot table and name map,
+//!   a cost growing with the session. The context half is a clone (small
+//!   vectors). After a panic the machine is rebuilt around the restored
+//!   session ([`Vm::fork`] keeps the protos and host builtins and drops
+//!   the abandoned frames), and slot numbers the panicking turn handed out
+//!   stay retired, never reused.
+//! - **Per-turn state restores on unwind.** The turn's stream swap,
+//!   surface sink and capability layers are installed by an RAII frame
+//!   whose `Drop` puts the shell's own back, and the wall's watchdog is
+//!   joined by its `Drop`: no hand-written epilogue a panic could skip.
+//! - **The wall.** `turn_limit` arms a watchdog thread that sets the
+//!   session's cancel flag (which the VM polls, and which reaches the
+//!   external programs it runs). A run it stopped reports the `timed-out`
+//!   cause (status 124) and keeps what landed; a run that finished first
+//!   is not timed out even if the watchdog fired on its way out.
+//! - **Completion is the call returning.** Nothing here waits on a channel
+//!   or on workers; the watchdog is joined with a bounded wait (it is
+//!   woken at once).
+
+use std::any::Any;
+use std::collections::HashMap;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use ral_syntax::ast::{self, StageKind};
+use ral_syntax::render::{render, Color};
+use ral_syntax::{Code, Diagnostic, SourceId, SourceMap};
+use ral_types::{CheckOptions, Checked, EnvEntry, HeadRes, TypeEnv};
+use ral_vm::session::ScopeJournal;
+use ral_vm::{Cause, Escape, Failure, Mobile, SlotId, Stdout, Value, Vm};
+
+use crate::leases::{
+    global_refs, pins_running_work, BindingLease, BindingLedger, BindingPruneNotice,
+};
+use crate::turn::{
+    Capabilities, Captured, Settled, StaticDiagnostics, SurfaceSink, TurnIo, TurnReport,
+    TurnRequest, STATUS_PANICKED, STATUS_PARSE, STATUS_TIMED_OUT, STATUS_TYPE,
+};
+use crate::workers::{install_worker_builtins, TurnSurface, WorkerRegistry};
+
+/// A persistent ral session. `Send`, so a host may drive it from a worker
+/// thread; one thread at a time holds `&mut Shell`.
+pub struct Shell {
+    vm: Vm,
+    types: TypeEnv,
+    local: LocalState,
+    /// The last turn's source, for rendering its runtime failures.
+    last_source: Option<(SourceMap, SourceId)>,
+}
+
+/// Host-local state: never part of a snapshot, so a panic rollback does not
+/// rewind it.
+#[derive(Debug)]
+struct LocalState {
+    /// Single writer: the thread holding `&mut Shell`.
+    bindings: BindingLedger,
+    /// Written by worker threads and the reaper too (its own locks).
+    workers: Arc<WorkerRegistry>,
+}
+
+/// The session state at one moment: the VM's scope and dynamic context and
+/// the checker's type environment, which describe the same bindings and
+/// are only ever restored together.
+#[derive(Clone, Debug)]
+pub struct MobileSnapshot {
+    mobile: Mobile,
+    types: TypeEnv,
+}
+
+impl MobileSnapshot {
+    /// The value `name` is bound to in this snapshot.
+    pub fn get(&self, name: &str) -> Option<&Value> {
+        self.mobile.scope.get_named(name)
+    }
+
+    /// The scope and context.
+    pub fn mobile(&self) -> &Mobile {
+        &self.mobile
+    }
+}
+
+/// Sets the cancel flag of the turn running on a shell (Ctrl-C, a host's
+/// own deadline). Cheap to clone, `Send + Sync`. A cancel that arrives
+/// between turns is cleared by the next turn's entry.
+#[derive(Clone, Debug)]
+pub struct CancelHandle {
+    flag: Arc<AtomicBool>,
+    cause: Arc<std::sync::atomic::AtomicU8>,
+}
+
+impl CancelHandle {
+    /// Cancels the running turn: it fails with the `interrupted` cause
+    /// (status 130) at the VM's next poll.
+    pub fn cancel(&self) {
+        self.cancel_with(Cause::Interrupted);
+    }
+
+    /// Cancels the running turn with `cause` (`terminated` for SIGTERM or
+    /// SIGHUP, 143; `aborted` for SIGQUIT, 131). The cause is stored before
+    /// the flag, so the run reports it.
+    pub fn cancel_with(&self, cause: Cause) {
+        self.cause.store(cause as u8, Ordering::SeqCst);
+        self.flag.store(true, Ordering::SeqCst);
+    }
+}
+
+const _: () = {
+    const fn assert_send<T: Send>() {}
+    assert_send::<Shell>();
+};
+
+impl Default for Shell {
+    /// A fresh session: no bindings beyond the builtins, the process's
+    /// standard streams as the ambient ones.
+    fn default() -> Shell {
+        let mut vm = Vm::new(Mobile::default());
+        vm.stdout = Stdout::Inherit;
+        vm.stderr = Stdout::Inherit;
+        vm.mobile.scope.record_journal(Some(false));
+        let workers = Arc::new(WorkerRegistry::new());
+        // The worker builtins' names are rows of the checker's table that
+        // the VM does not implement; a refusal would be a build
+        // inconsistency, and the builtins then fail as "not available"
+        // when a program calls them.
+        let _ = install_worker_builtins(&mut vm, &workers);
+        crate::fault::install(&mut vm);
+        Shell {
+            vm,
+            types: TypeEnv::new(),
+            local: LocalState {
+                bindings: BindingLedger::default(),
+                workers,
+            },
+            last_source: None,
+        }
+    }
+}
+
+impl Shell {
+    /// A fresh session (see [`Shell::default`]).
+    pub fn new() -> Shell {
+        Shell::default()
+    }
+
+    /// Runs `src` as one top-level turn; see the module docs for the steps
+    /// and laws.
+    pub fn run_turn(&mut self, src: &str, mut req: TurnRequest<'_>) -> TurnReport {
+        self.local.bindings.tick();
+        self.local.workers.tick();
+        let cancel = self.vm.mobile.context.cancel.clone();
+        cancel.store(false, Ordering::SeqCst);
+        self.vm
+            .cancel_cause
+            .store(Cause::Interrupted as u8, Ordering::SeqCst);
+
+        // The front end, on one stack segment for all three phases (each
+        // would otherwise map and unmap a segment of its own when the
+        // caller's stack is short, which costs more than the phases).
+        let mut sources = SourceMap::new();
+        let id = sources.add(req.script_name, src);
+        let is_script = !req.script_name.starts_with('<');
+        let types = &self.types;
+        let text = sources.text(id);
+        let (parsed, checked, module, warnings) =
+            match ral_syntax::with_stack(|| front_end(text, id, is_script, types)) {
+                FrontEnd::Refused(diagnostics, status) => {
+                    return finish_static(&mut req, diagnostics, sources, id, status);
+                }
+                FrontEnd::Ready {
+                    parsed,
+                    checked,
+                    module,
+                    warnings,
+                } => (parsed, checked, module, warnings),
+            };
+        if !warnings.is_empty() {
+            req.lifecycle.diagnostics(&StaticDiagnostics {
+                diagnostics: warnings,
+                sources: sources.clone(),
+                source: id,
+                status: 0,
+            });
+        }
+        let single_command = is_single_command(&parsed.program, &checked);
+        let turn_refs: Option<Vec<String>> = self
+            .local
+            .bindings
+            .is_armed()
+            .then(|| ral_ir::referenced_names(&module).into_iter().collect());
+
+        if self.vm.script.as_str() != req.script_name {
+            self.vm.script = Arc::new(req.script_name.to_owned());
+        }
+        // The panic checkpoint: an undo log on the scope (nothing copied)
+        // and the dynamic context (small).
+        self.vm.mobile.scope.checkpoint();
+        let context = self.vm.mobile.context.clone();
+        self.local.workers.set_detached_limit(req.detached_limit);
+
+        // Evaluation, inside the IO frame and under the wall.
+        let outcome = {
+            let frame = IoFrame::install(
+                &mut self.vm,
+                &self.local.workers,
+                &req.caps,
+                req.io,
+                req.surface.clone(),
+            );
+            match req.turn_limit.map(|d| Watchdog::arm(d, cancel.clone())) {
+                Some(Err(e)) => Outcome::Refused(e),
+                armed_wall => {
+                    let wall = armed_wall.and_then(Result::ok);
+                    let outcome = evaluate(
+                        frame.vm,
+                        &module,
+                        &mut self.local.bindings,
+                        turn_refs.as_deref(),
+                        &mut req,
+                    );
+                    let fired = wall.is_some_and(Watchdog::disarm);
+                    let captured = frame.finish();
+                    Outcome::Done {
+                        outcome,
+                        fired,
+                        captured,
+                    }
+                }
+            }
+        };
+        let journal = self.vm.mobile.scope.take_journal();
+
+        let (result, timed_out, captured) = match outcome {
+            Outcome::Refused(msg) => {
+                self.vm.mobile.scope.commit();
+                (Settled::Failed(Failure::error(msg)), false, None)
+            }
+            Outcome::Done {
+                outcome,
+                fired,
+                captured,
+            } => {
+                match outcome {
+                    Evaluated::Panicked(payload) => {
+                        self.vm.mobile.scope.rollback();
+                        self.vm.mobile.context = context;
+                        self.reset_machine();
+                        // The installs happened and were rolled back: their
+                        // ledger entries become orphans the next prune drops.
+                        self.note_journal(&journal);
+                        let msg = format!("run panicked: {}", panic_message(&*payload));
+                        (
+                            Settled::Failed(Failure::raised(STATUS_PANICKED, msg)),
+                            false,
+                            captured,
+                        )
+                    }
+                    Evaluated::Ran(run) => {
+                        self.vm.mobile.scope.commit();
+                        let landed = landed_statements(&checked, &journal.installs);
+                        extend_types(&mut self.types, &checked, landed);
+                        self.note_journal(&journal);
+                        let (result, timed_out) = settle(run, fired);
+                        (result, timed_out, captured)
+                    }
+                }
+            }
+        };
+        let status = match (&result, timed_out) {
+            (_, true) => STATUS_TIMED_OUT,
+            (Settled::Ok(Value::Bool(false)), false) => 1,
+            (Settled::Ok(_), false) => 0,
+            (Settled::Failed(f), false) => f.status,
+            (Settled::Exit(n), false) => *n,
+        };
+        let report = TurnReport::Ran {
+            result,
+            status,
+            single_command,
+            captured,
+            timed_out,
+        };
+        self.last_source = Some((sources, id));
+        req.lifecycle.after_run(&report);
+        report
+    }
+
+    /// Stamps the journaled installs (with the names each value's code
+    /// reads) and renews the names the VM reported used (seams 2 and 3).
+    fn note_journal(&mut self, journal: &ScopeJournal) {
+        if !self.local.bindings.is_armed() {
+            return;
+        }
+        let scope = &self.vm.mobile.scope;
+        let mut by_slot: Option<HashMap<SlotId, &str>> = None;
+        for (name, slot) in &journal.installs {
+            // An install a panic rolled back has an empty slot: no code.
+            let refs = scope.get(*slot).map(|v| global_refs(&self.vm, v));
+            let deps: Vec<String> = match refs {
+                None => Vec::new(),
+                Some(Some(slots)) if slots.is_empty() => Vec::new(),
+                Some(Some(slots)) => {
+                    let by_slot = by_slot.get_or_insert_with(|| {
+                        scope
+                            .names()
+                            .filter_map(|n| Some((scope.lookup(n)?, n)))
+                            .collect()
+                    });
+                    slots
+                        .iter()
+                        .filter_map(|s| by_slot.get(s).map(|n| (*n).to_owned()))
+                        .collect()
+                }
+                // Too large to walk: it may read anything bound now.
+                Some(None) => scope.names().map(str::to_owned).collect(),
+            };
+            self.local.bindings.note_install(name, deps);
+        }
+        self.local
+            .bindings
+            .renew(journal.uses.iter().map(String::as_str));
+    }
+
+    /// Replaces the machine after a panic or a restore: the same session,
+    /// protos, host builtins and ambient streams, and no frames (a panic
+    /// abandons the loop's frames, handlers and registers mid-flight).
+    fn reset_machine(&mut self) {
+        let mobile = std::mem::take(&mut self.vm.mobile);
+        let mut fresh = self.vm.fork(mobile.context.cancel.clone());
+        fresh.mobile = mobile;
+        fresh.stdout = std::mem::replace(&mut self.vm.stdout, Stdout::Inherit);
+        fresh.stderr = std::mem::replace(&mut self.vm.stderr, Stdout::Inherit);
+        fresh
+            .mobile
+            .scope
+            .record_journal(Some(self.local.bindings.is_armed()));
+        let _stale = fresh.mobile.scope.take_journal();
+        self.vm = fresh;
+    }
+
+    /// The install chokepoint for host writes: binds `name` to `value` with
+    /// the type `entry` in the session, through the VM scope's one write
+    /// path (`Scope::install`), and stamps the lease ledger in the same
+    /// act. Writes made by ral code land through the same `Scope::install`
+    /// during a run; its journal carries them to the same ledger stamp
+    /// when the run settles, before any prune can look. A host seeding its
+    /// session does so before arming a lease, so the baseline seal covers
+    /// what it binds; a write after arming is leased like any other.
+    pub fn install_scope_binding(&mut self, name: &str, value: Value, entry: EnvEntry) {
+        self.vm.mobile.scope.install(name, value);
+        self.types.insert(name, entry);
+        let journal = self.vm.mobile.scope.take_journal();
+        self.note_journal(&journal);
+    }
+
+    /// The value `name` is bound to in the session.
+    pub fn get(&self, name: &str) -> Option<&Value> {
+        self.vm.mobile.scope.get_named(name)
+    }
+
+    /// The printed type scheme of session binding `name`.
+    pub fn binding_type(&self, name: &str) -> Option<String> {
+        self.types
+            .get(name)
+            .map(|e| ral_types::print_scheme(&e.scheme, None))
+    }
+
+    /// The session's bound names (unordered).
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.vm.mobile.scope.names()
+    }
+
+    /// The session's type environment.
+    pub fn type_env(&self) -> &TypeEnv {
+        &self.types
+    }
+
+    /// The scope and dynamic context.
+    pub fn mobile(&self) -> &Mobile {
+        &self.vm.mobile
+    }
+
+    /// A handle that cancels the running turn from another thread.
+    pub fn cancel_handle(&self) -> CancelHandle {
+        CancelHandle {
+            flag: self.vm.mobile.context.cancel.clone(),
+            cause: self.vm.cancel_cause.clone(),
+        }
+    }
+
+    /// The program's arguments (`args`, §10.1): what a script or `-c`
+    /// program was given after its name.
+    pub fn set_args(&mut self, args: Arc<[String]>) {
+        self.vm.args = args;
+    }
+
+    /// Whether external programs get process groups of their own (the
+    /// default: a cancel then reaches everything they start). An
+    /// interactive host that lends programs the terminal sets `false`, so
+    /// they stay in its foreground group and can read the terminal.
+    pub fn set_own_process_groups(&mut self, own: bool) {
+        self.vm.own_process_groups = own;
+    }
+
+    /// Replaces the ambient standard output ([`TurnIo::Inherit`] turns write
+    /// there); returns the previous one.
+    pub fn set_stdout(&mut self, out: Stdout) -> Stdout {
+        std::mem::replace(&mut self.vm.stdout, out)
+    }
+
+    /// Replaces the ambient standard error; returns the previous one.
+    pub fn set_stderr(&mut self, err: Stdout) -> Stdout {
+        std::mem::replace(&mut self.vm.stderr, err)
+    }
+
+    /// The last turn that got past the front end: its source and id, for
+    /// rendering a runtime failure with [`runtime_diagnostic`].
+    pub fn last_source(&self) -> Option<(&SourceMap, SourceId)> {
+        self.last_source.as_ref().map(|(m, id)| (m, *id))
+    }
+
+    /// The session as it is now, to restore with [`Shell::restore`].
+    pub fn snapshot(&self) -> MobileSnapshot {
+        MobileSnapshot {
+            mobile: self.vm.mobile.clone(),
+            types: self.types.clone(),
+        }
+    }
+
+    /// Puts the session back to `snap` (a host's own panic recovery):
+    /// scope, context and types together, a clean machine, and slot
+    /// numbers handed out since retired. The lease ledger is host-local
+    /// and is not rewound; entries for names `snap` lacks are orphans the
+    /// next prune drops without a notice.
+    pub fn restore(&mut self, snap: &MobileSnapshot) {
+        let mut mobile = snap.mobile.clone();
+        mobile.scope.retire_slots(self.vm.mobile.scope.slot_count());
+        self.vm.mobile = mobile;
+        self.reset_machine();
+        self.types = snap.types.clone();
+    }
+
+    /// Arms `lease` on this shell: every name bound now is sealed as
+    /// baseline (never pruned), and the lease clock starts at 0. Re-arming
+    /// reseals and drops the leases held so far.
+    pub fn arm_binding_lease(&mut self, lease: BindingLease) {
+        self.local.bindings.arm(lease, self.vm.mobile.scope.names());
+        self.vm.mobile.scope.record_journal(Some(true));
+    }
+
+    /// The lease ledger, to inspect.
+    pub fn binding_ledger(&self) -> &BindingLedger {
+        &self.local.bindings
+    }
+
+    /// Prunes the bindings idle past the armed lease, at a turn boundary
+    /// (it takes `&mut self`, so no turn and no hook can be running). In
+    /// sorted name order, each idle lease is:
+    ///
+    /// - an **orphan** when its name is no longer bound (a panic rolled the
+    ///   install back, or a restore did): dropped silently, no notice;
+    /// - **pinned** when the bound value structurally reaches running work
+    ///   ([`pins_running_work`]): skipped, not renewed, looked at again
+    ///   next time;
+    /// - otherwise **pruned**: the name and its type leave the session
+    ///   together, and a notice records it.
+    ///
+    /// Then the **adoption sweep** leases, from now, every bound name that
+    /// is neither baseline nor tracked. Returns `None` when nothing was
+    /// pruned; otherwise the notices together with the post-prune snapshot
+    /// (install it as the durable checkpoint, so no later rollback can
+    /// resurrect a pruned name). Unarmed: always `None`.
+    pub fn prune_idle_bindings(&mut self) -> Option<(Vec<BindingPruneNotice>, MobileSnapshot)> {
+        if !self.local.bindings.is_armed() {
+            return None;
+        }
+        let idle = self.local.bindings.idle();
+        let pinned_by_code = if idle.is_empty() {
+            Vec::new()
+        } else {
+            self.local.workers.pinned_names()
+        };
+        let mut notices = Vec::new();
+        let mut pruned = Vec::new();
+        for (name, idle) in idle {
+            match self.vm.mobile.scope.get_named(&name) {
+                None => pruned.push((name, None)),
+                Some(v) if pins_running_work(v) => {}
+                Some(_) if pinned_by_code.binary_search(&name).is_ok() => {}
+                Some(_) => pruned.push((name, Some(idle))),
+            }
+        }
+        for (name, idle) in pruned {
+            self.local.bindings.forget(&name);
+            if let Some(idle_turns) = idle {
+                self.vm.mobile.scope.remove(&name);
+                notices.push(BindingPruneNotice { name, idle_turns });
+            }
+        }
+        if !notices.is_empty() {
+            let kept = TypeEnv::new();
+            self.types = self.types.names().fold(kept, |mut env, n| {
+                if notices.iter().all(|p| p.name != n) {
+                    if let Some(e) = self.types.get(n) {
+                        env.insert(n, e.clone());
+                    }
+                }
+                env
+            });
+        }
+        let names: Vec<&str> = self.vm.mobile.scope.names().collect();
+        for n in names {
+            self.local.bindings.adopt(n);
+        }
+        if notices.is_empty() {
+            None
+        } else {
+            Some((notices, self.snapshot()))
+        }
+    }
+
+    /// The shell's worker registry, for host policy (a live-worker cap,
+    /// idle leases, retention, where `watch` lines go) and inspection.
+    pub fn workers(&self) -> &Arc<WorkerRegistry> {
+        &self.local.workers
+    }
+}
+
+impl Drop for Shell {
+    /// Ends the session's work: every running worker is cancelled and
+    /// waited for, for a bounded time ([`WorkerRegistry::shutdown`]).
+    fn drop(&mut self) {
+        self.local.workers.shutdown();
+    }
+}
+
+/// What one turn installs on the machine: the stream swap, the surface
+/// sink and the capability layers. `Drop` restores the shell's streams,
+/// clears the sink and removes the layers, on the normal path and on
+/// unwind alike.
+struct IoFrame<'v> {
+    vm: &'v mut Vm,
+    workers: &'v WorkerRegistry,
+    /// The shell's ambient streams while a capture is installed.
+    saved: Option<(Stdout, Stdout)>,
+    /// The grant stack's length and base count before the turn's layers.
+    grants: (usize, usize),
+}
+
+impl<'v> IoFrame<'v> {
+    fn install(
+        vm: &'v mut Vm,
+        workers: &'v WorkerRegistry,
+        caps: &Capabilities,
+        io: TurnIo,
+        surface: Option<SurfaceSink>,
+    ) -> IoFrame<'v> {
+        let grants = (vm.grants.len(), vm.base_grants);
+        vm.grants.extend(caps.layers().iter().cloned());
+        vm.base_grants = vm.grants.len();
+        let saved = match io {
+            TurnIo::Inherit => None,
+            TurnIo::Capture => Some((
+                std::mem::replace(&mut vm.stdout, Stdout::Buffer(Vec::new())),
+                std::mem::replace(&mut vm.stderr, Stdout::Buffer(Vec::new())),
+            )),
+        };
+        let sink: Option<TurnSurface> =
+            surface.map(|s| -> TurnSurface { Arc::new(move |v: &Value| s.emit(v)) });
+        workers.set_turn_surface(sink);
+        IoFrame {
+            vm,
+            workers,
+            saved,
+            grants,
+        }
+    }
+
+    /// Restores the shell's streams and returns what a capture collected.
+    fn finish(mut self) -> Option<Captured> {
+        let (out, err) = self.saved.take()?;
+        let stdout = std::mem::replace(&mut self.vm.stdout, out);
+        let stderr = std::mem::replace(&mut self.vm.stderr, err);
+        Some(Captured {
+            stdout: buffer_bytes(stdout),
+            stderr: buffer_bytes(stderr),
+        })
+    }
+}
+
+impl Drop for IoFrame<'_> {
+    fn drop(&mut self) {
+        self.workers.set_turn_surface(None);
+        self.vm.grants.truncate(self.grants.0);
+        self.vm.base_grants = self.grants.1;
+        if let Some((out, err)) = self.saved.take() {
+            self.vm.stdout = out;
+            self.vm.stderr = err;
+        }
+    }
+}
+
+fn buffer_bytes(s: Stdout) -> Vec<u8> {
+    match s {
+        Stdout::Buffer(b) => b,
+        Stdout::Inherit | Stdout::Writer(_) => Vec::new(),
+    }
+}
+
+/// The turn wall: a thread that sets the cancel flag when the limit passes
+/// unless it is disarmed first. `Drop` wakes and joins it.
+struct Watchdog {
+    stop: Option<mpsc::Sender<()>>,
+    thread: Option<JoinHandle<()>>,
+    fired: Arc<AtomicBool>,
+}
+
+impl Watchdog {
+    fn arm(limit: Duration, cancel: Arc<AtomicBool>) -> Result<Watchdog, String> {
+        let (stop, wake) = mpsc::channel::<()>();
+        let fired = Arc::new(AtomicBool::new(false));
+        let flag = fired.clone();
+        let thread = std::thread::Builder::new()
+            .name("ral-turn-wall".to_owned())
+            .spawn(move || {
+                if let Err(mpsc::RecvTimeoutError::Timeout) = wake.recv_timeout(limit) {
+                    flag.store(true, Ordering::SeqCst);
+                    cancel.store(true, Ordering::SeqCst);
+                }
+            })
+            .map_err(|e| format!("cannot start the turn wall: {e}"))?;
+        Ok(Watchdog {
+            stop: Some(stop),
+            thread: Some(thread),
+            fired,
+        })
+    }
+
+    /// Stops the watchdog; whether it fired first.
+    fn disarm(mut self) -> bool {
+        self.stop_and_join();
+        self.fired.load(Ordering::SeqCst)
+    }
+
+    fn stop_and_join(&mut self) {
+        drop(self.stop.take());
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for Watchdog {
+    fn drop(&mut self) {
+        self.stop_and_join();
+    }
+}
+
+enum Outcome {
+    /// The turn could not be set up (the wall's thread); nothing ran.
+    Refused(String),
+    Done {
+        outcome: Evaluated,
+        fired: bool,
+        captured: Option<Captured>,
+    },
+}
+
+enum Evaluated {
+    Ran(Result<Value, Escape>),
+    Panicked(Box<dyn Any + Send>),
+}
+
+/// Compiles and runs the module, catching a panic out of either. Renews
+/// the turn's references once it compiled (lease seam 1).
+fn evaluate(
+    vm: &mut Vm,
+    module: &ral_ir::Module,
+    ledger: &mut BindingLedger,
+    refs: Option<&[String]>,
+    req: &mut TurnRequest<'_>,
+) -> Evaluated {
+    let main = match catch_unwind(AssertUnwindSafe(|| vm.load(module))) {
+        Ok(Ok(main)) => main,
+        Ok(Err(e)) => {
+            let f = Failure::error(format!("cannot compile this turn: {e}"));
+            return Evaluated::Ran(Err(Escape::Fail(f)));
+        }
+        Err(payload) => return Evaluated::Panicked(payload),
+    };
+    if let Some(refs) = refs {
+        ledger.renew(refs.iter().map(String::as_str));
+    }
+    req.lifecycle.before_run();
+    match catch_unwind(AssertUnwindSafe(|| vm.run_main(main))) {
+        Ok(run) => Evaluated::Ran(run),
+        Err(payload) => Evaluated::Panicked(payload),
+    }
+}
+
+/// The run's result, and whether the wall stopped it: the watchdog fired
+/// and the run did not produce a value or exit. A failure then becomes the
+/// `timed-out` cancellation (status 124), keeping its site and trace.
+fn settle(run: Result<Value, Escape>, fired: bool) -> (Settled<Value>, bool) {
+    match run {
+        Ok(v) => (Settled::Ok(v), false),
+        Err(Escape::Exit(n)) => (Settled::Exit(n), false),
+        Err(Escape::Fail(f)) if fired => {
+            let mut timed_out = Failure::cancelled(Cause::TimedOut);
+            timed_out.span = f.span;
+            timed_out.trace = f.trace.clone();
+            (Settled::Failed(timed_out), true)
+        }
+        Err(Escape::Fail(f)) => (Settled::Failed(f), false),
+    }
+}
+
+/// What the front end made of a turn's source.
+enum FrontEnd {
+    /// Parse or type errors (all diagnostics), and the status they mean.
+    Refused(Vec<Diagnostic>, i32),
+    Ready {
+        parsed: ral_syntax::Parsed,
+        checked: Box<Checked>,
+        module: ral_ir::Module,
+        /// Diagnostics that are not errors.
+        warnings: Vec<Diagnostic>,
+    },
+}
+
+/// Parses, checks against the session's `types` and lowers one turn.
+fn front_end(text: &str, id: SourceId, is_script: bool, types: &TypeEnv) -> FrontEnd {
+    let mut parsed = ral_syntax::parse(text, id);
+    if parsed.has_errors() {
+        return FrontEnd::Refused(parsed.diagnostics, STATUS_PARSE);
+    }
+    let opts = CheckOptions { is_script };
+    let mut checked = ral_types::check_program(&parsed.program, id, types, &opts);
+    let mut diagnostics = std::mem::take(&mut parsed.diagnostics);
+    diagnostics.append(&mut checked.diagnostics);
+    if diagnostics.iter().any(Diagnostic::is_error) {
+        return FrontEnd::Refused(diagnostics, STATUS_TYPE);
+    }
+    let module =
+        ral_ir::lower_with_session(&parsed.program, &checked, id, &|n| types.get(n).is_some());
+    FrontEnd::Ready {
+        parsed,
+        checked: Box::new(checked),
+        module,
+        warnings: diagnostics,
+    }
+}
+
+/// Adds the schemes of the bindings made by the first `landed` statements
+/// to `types`, in place. (`TypeEnv::extend_with_prefix` builds a new
+/// environment from a clone, which copies the whole map while the old one
+/// is alive; extending an empty one and inserting the few new entries
+/// touches only what the turn bound.)
+fn extend_types(types: &mut TypeEnv, checked: &Checked, landed: usize) {
+    if !checked.bindings.iter().any(|b| b.stmt < landed) {
+        return;
+    }
+    let delta = TypeEnv::new().extend_with_prefix(checked, landed);
+    for name in delta.names() {
+        if let Some(entry) = delta.get(name) {
+            types.insert(name, entry.clone());
+        }
+    }
+}
+
+/// How many leading top-level statements of the turn landed: the checker
+/// lists the turn's bindings in statement order and the VM journaled its
+/// installs in the same order, so the first binding without an install is
+/// where the run stopped.
+fn landed_statements(checked: &Checked, installs: &[(String, SlotId)]) -> usize {
+    let mut installed = installs.iter().peekable();
+    for b in &checked.bindings {
+        match installed.peek() {
+            Some((name, _)) if *name == b.name => {
+                installed.next();
+            }
+            Some(_) | None => return b.stmt,
+        }
+    }
+    usize::MAX
+}
+
+/// Whether the program is one command naming an external program (so its
+/// status is that program's own).
+fn is_single_command(program: &ast::Program, checked: &Checked) -> bool {
+    let [ast::Stmt::Chain(chain)] = program.stmts.as_slice() else {
+        return false;
+    };
+    let [pipeline] = chain.alternatives.as_slice() else {
+        return false;
+    };
+    let [stage] = pipeline.stages.as_slice() else {
+        return false;
+    };
+    matches!(stage.kind, StageKind::Command(_))
+        && matches!(
+            checked.elab.heads.get(stage.id),
+            Some(HeadRes::External(_) | HeadRes::Path(_))
+        )
+}
+
+fn finish_static(
+    req: &mut TurnRequest<'_>,
+    diagnostics: Vec<Diagnostic>,
+    sources: SourceMap,
+    source: SourceId,
+    status: i32,
+) -> TurnReport {
+    let report = TurnReport::Static {
+        diagnostics: StaticDiagnostics {
+            diagnostics,
+            sources,
+            source,
+            status,
+        },
+    };
+    req.lifecycle.after_run(&report);
+    report
+}
+
+fn panic_message(payload: &(dyn Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_owned()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "a panic with no message".to_owned()
+    }
+}
+
+/// The `runtime-failure` diagnostic for a failure that escaped a turn
+/// whose source is `id` in `sources` (see [`Shell::last_source`]): the
+/// failing site, and the call trace as notes. `None` when the failure
+/// carries no site (render its text instead). A site inside a function an
+/// earlier turn defined points into that turn's source, which the shell
+/// no longer holds; such a site is not rendered against this one.
+pub fn runtime_diagnostic(f: &Failure, sources: &SourceMap, id: SourceId) -> Option<Diagnostic> {
+    let span = f.span?;
+    let file = sources.get(id)?;
+    if span.end as usize > sources.text(id).len() {
+        return None;
+    }
+    let mut diag = Diagnostic::new(Code::RuntimeFailure, id, String::new(), span, &*f.message);
+    diag.message = f.to_string();
+    for (name, site) in &f.trace {
+        let (line, col) = file.line_col(site.start);
+        let note = match name {
+            Some(name) => format!("in function `{name}` called at {line}:{col}"),
+            None => format!("in a function called at {line}:{col}"),
+        };
+        diag = diag.with_note(note);
+    }
+    Some(diag)
+}
+
+/// A failure as text: the rendered diagnostic when it has a site in the
+/// last turn's source, else `error[runtime-failure]: message`. A failure
+/// that is a cancellation or a panic says so in its message; nothing here
+/// claims a rollback, because a failed run keeps its bindings.
+pub fn render_failure(f: &Failure, shell: &Shell, color: Color) -> String {
+    if let Some((sources, id)) = shell.last_source() {
+        if let Some(d) = runtime_diagnostic(f, sources, id) {
+            return render(&d, sources, color);
+        }
+    }
+    format!("error[{}]: {f}\n", Code::RuntimeFailure)
+}

@@ -1,0 +1,176 @@
+//! The decoders and line readers (§7.3, §14.5): they read the current
+//! standard input, so they need the machine ([`Ctx::vm`]).
+//!
+//! - `from-bytes`, `from-string`, `from-line`, `from-lines`, `from-json`,
+//!   `from-jsonl`, `from-json-at`, `from-csv` read all of their input and
+//!   decode it with the pure codecs of [`crate::codec`].
+//! - `each-line`, `map-lines`, `filter-lines`, `fold-lines` read one line at
+//!   a time (bounded memory, whatever the input's size), by the one line
+//!   rule of §7.3: LF or CRLF ends a line, a lone CR is text, the last line
+//!   may be unterminated. Lines must be UTF-8.
+
+use std::io::{BufRead, BufReader, Read};
+
+use super::{arg, list_arg, Ctx};
+use crate::codec::{csv, json, lines, text};
+use crate::exec::Stdin;
+use crate::failure::Failure;
+use crate::value::Value;
+
+fn no_vm() -> Failure {
+    Failure::error("reading standard input needs a running machine")
+}
+
+fn input(ctx: &mut dyn Ctx) -> Result<Vec<u8>, Failure> {
+    ctx.vm().ok_or_else(no_vm)?.read_input()
+}
+
+/// `from-bytes`: all input as bytes.
+pub fn from_bytes(ctx: &mut dyn Ctx, _: &[Value]) -> Result<Value, Failure> {
+    Ok(text::decode_bytes(&input(ctx)?))
+}
+
+/// `from-string`: all input as strict UTF-8.
+pub fn from_string(ctx: &mut dyn Ctx, _: &[Value]) -> Result<Value, Failure> {
+    Ok(text::decode_string(&input(ctx)?)?)
+}
+
+/// `from-line`: all input minus one final newline.
+pub fn from_line(ctx: &mut dyn Ctx, _: &[Value]) -> Result<Value, Failure> {
+    Ok(lines::decode_line(&input(ctx)?)?)
+}
+
+/// `from-lines`: the input's lines.
+pub fn from_lines(ctx: &mut dyn Ctx, _: &[Value]) -> Result<Value, Failure> {
+    let bytes = input(ctx)?;
+    if let Err(e) = std::str::from_utf8(&bytes) {
+        return Err(Failure::error(format!(
+            "from-lines: input is not valid UTF-8 (at byte {})",
+            e.valid_up_to()
+        )));
+    }
+    Ok(lines::decode_lines(&bytes))
+}
+
+/// `from-json`: one JSON value.
+pub fn from_json(ctx: &mut dyn Ctx, _: &[Value]) -> Result<Value, Failure> {
+    Ok(json::decode_json(&input(ctx)?)?)
+}
+
+/// `from-jsonl`: one JSON value per non-blank line.
+pub fn from_jsonl(ctx: &mut dyn Ctx, _: &[Value]) -> Result<Value, Failure> {
+    Ok(json::decode_jsonl(&input(ctx)?)?)
+}
+
+/// `from-json-at tokens`: the value at an RFC 6901 path.
+pub fn from_json_at(ctx: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
+    let tokens: Vec<String> = list_arg(args, 0)?
+        .iter()
+        .map(crate::display::to_text)
+        .collect();
+    Ok(json::decode_json_at(&input(ctx)?, &tokens)?)
+}
+
+/// `from-csv`: header-keyed maps of text.
+pub fn from_csv(ctx: &mut dyn Ctx, _: &[Value]) -> Result<Value, Failure> {
+    Ok(csv::decode_csv(&input(ctx)?)?)
+}
+
+/// Calls `f` on each input line, stopping early when it returns `false`.
+fn for_each_line(
+    ctx: &mut dyn Ctx,
+    who: &str,
+    f: &mut dyn FnMut(&mut dyn Ctx, String) -> Result<(), Failure>,
+) -> Result<(), Failure> {
+    let vm = ctx.vm().ok_or_else(no_vm)?;
+    let reader: Box<dyn Read> = match crate::io::resolve_input(&vm.io) {
+        Some(file) => Box::new(ArcFile(file)),
+        None => match vm.stdin {
+            Stdin::Inherit => Box::new(std::io::stdin()),
+            Stdin::Null => Box::new(std::io::empty()),
+        },
+    };
+    let mut reader = BufReader::with_capacity(64 * 1024, reader);
+    let mut buf = Vec::new();
+    let mut n = 0usize;
+    loop {
+        buf.clear();
+        let k = reader
+            .read_until(b'\n', &mut buf)
+            .map_err(|e| Failure::error(format!("{who}: read: {e}")))?;
+        if k == 0 {
+            return Ok(());
+        }
+        n += 1;
+        let line = lines::strip_one_newline_bytes(&buf);
+        let line = std::str::from_utf8(line).map_err(|e| {
+            Failure::error(format!(
+                "{who}: line {n} is not valid UTF-8 (at byte {})",
+                e.valid_up_to()
+            ))
+        })?;
+        ctx.poll()?;
+        f(ctx, line.to_owned())?;
+    }
+}
+
+/// A shared file as a reader.
+struct ArcFile(std::sync::Arc<std::fs::File>);
+
+impl Read for ArcFile {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        (&*self.0).read(buf)
+    }
+}
+
+/// `each-line f`: runs `f` on every line for its effects.
+pub fn each_line(ctx: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
+    let f = arg(args, 0)?.clone();
+    for_each_line(ctx, "each-line", &mut |ctx, line| {
+        ctx.call(&f, &[Value::str(line)]).map(|_| ())
+    })?;
+    Ok(Value::Unit)
+}
+
+/// `map-lines f`: writes `f line` for every line, one per line.
+pub fn map_lines(ctx: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
+    let f = arg(args, 0)?.clone();
+    for_each_line(ctx, "map-lines", &mut |ctx, line| {
+        let v = ctx.call(&f, &[Value::str(line)])?;
+        ctx.write(&lines::encode_line(&v))
+    })?;
+    Ok(Value::Unit)
+}
+
+/// `filter-lines p`: writes the lines `p` accepts.
+pub fn filter_lines(ctx: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
+    let f = arg(args, 0)?.clone();
+    for_each_line(ctx, "filter-lines", &mut |ctx, line| {
+        let keep = ctx.call(&f, &[Value::str(line.as_str())])?;
+        match keep {
+            Value::Bool(true) => {
+                let mut l = line;
+                l.push('\n');
+                ctx.write(l.as_bytes())
+            }
+            Value::Bool(false) => Ok(()),
+            other => Err(Failure::error(format!(
+                "filter-lines: the predicate returned a {}, not a Bool",
+                other.kind_name()
+            ))),
+        }
+    })?;
+    Ok(Value::Unit)
+}
+
+/// `fold-lines f init`: a left fold over the lines.
+pub fn fold_lines(ctx: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
+    let f = arg(args, 0)?.clone();
+    let mut acc = arg(args, 1)?.clone();
+    for_each_line(ctx, "fold-lines", &mut |ctx, line| {
+        let prev = std::mem::take(&mut acc);
+        acc = ctx.call(&f, &[prev, Value::str(line)])?;
+        Ok(())
+    })?;
+    Ok(acc)
+}

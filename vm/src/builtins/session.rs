@@ -1,0 +1,176 @@
+//! The session family (§14.6, §10.2, §9.5) that acts on the machine: `cd`,
+//! `alias`, `unalias`, `use`, `ask`, `help`, `explain`, `clear`, `reset`.
+//!
+//! Aliases are named handlers in one persistent frame at the bottom of the
+//! handler stack (`Context::handlers[0]`, created on the first `alias`), so
+//! they share the named-handler search with `within` frames, are outranked
+//! by any inner frame, mask themselves while they run (an alias `ls` that
+//! runs `ls` reaches the program), and persist across runs because the
+//! context does. `within` restores the stack by truncation above the frame
+//! it found, so it never removes the alias frame.
+
+use std::io::{BufRead, Write};
+
+use super::{arg, str_arg, Ctx};
+use crate::failure::Failure;
+use crate::value::{Record, Value};
+
+fn no_vm() -> Failure {
+    Failure::error("this builtin needs a running machine")
+}
+
+/// The marker the alias frame carries in its catch-all slot.
+const ALIAS_FRAME: &str = "<aliases>";
+
+/// `cd dir`: changes the logical working directory (§10.2); persists
+/// outside blocks and functions, undone only by an enclosing `within`.
+pub fn cd(ctx: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
+    let target = crate::display::to_text(arg(args, 0)?);
+    ctx.vm().ok_or_else(no_vm)?.change_dir(&target)?;
+    Ok(Value::Unit)
+}
+
+fn alias_frame(handlers: &mut Vec<Value>) -> Option<&mut Value> {
+    let is_alias = |v: &Value| match v {
+        Value::List(items) => {
+            matches!(items.get(1), Some(Value::Str(s)) if s.as_str() == ALIAS_FRAME)
+        }
+        _ => false,
+    };
+    if handlers.first().is_some_and(is_alias) {
+        handlers.first_mut()
+    } else {
+        None
+    }
+}
+
+/// `alias name arm`: installs `arm` as a persistent named handler.
+pub fn alias(ctx: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
+    let name = str_arg(args, 0)?.to_owned();
+    if name.is_empty() || name.chars().any(char::is_whitespace) {
+        return Err(Failure::error(format!("alias: invalid name {name:?}")));
+    }
+    let arm = arg(args, 1)?.clone();
+    if !matches!(arm, Value::Func(_)) {
+        return Err(Failure::error("alias: the arm must be a block"));
+    }
+    let vm = ctx.vm().ok_or_else(no_vm)?;
+    let handlers = &mut vm.mobile.context.handlers;
+    if alias_frame(handlers).is_none() {
+        handlers.insert(
+            0,
+            Value::list(vec![
+                Value::record(Record::empty()),
+                Value::str(ALIAS_FRAME),
+            ]),
+        );
+        // Frames above moved up one: so do the masks and saved depths.
+        vm.shift_handler_frames();
+    }
+    let handlers = &mut vm.mobile.context.handlers;
+    if let Some(Value::List(items)) = alias_frame(handlers) {
+        let items = std::sync::Arc::make_mut(items);
+        let named = match items.first() {
+            Some(Value::Record(r)) => r.with(&name, arm),
+            _ => Record::from_entries(vec![(name, arm)]),
+        };
+        items[0] = Value::record(named);
+    }
+    Ok(Value::Unit)
+}
+
+/// `unalias name`: removes an alias; fails if there is none.
+pub fn unalias(ctx: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
+    let name = str_arg(args, 0)?.to_owned();
+    let vm = ctx.vm().ok_or_else(no_vm)?;
+    let handlers = &mut vm.mobile.context.handlers;
+    if let Some(Value::List(items)) = alias_frame(handlers) {
+        let items = std::sync::Arc::make_mut(items);
+        if let Some(Value::Record(r)) = items.first() {
+            if r.has(&name) {
+                let rest: Vec<(String, Value)> = r
+                    .iter()
+                    .filter(|(k, _)| k.as_str() != name)
+                    .map(|(k, v)| (k.to_string(), v.clone()))
+                    .collect();
+                items[0] = Value::record(Record::from_entries(rest));
+                return Ok(Value::Unit);
+            }
+        }
+    }
+    Err(Failure::error(format!("unalias: no alias named {name}")))
+}
+
+/// `use path`: a module's public bindings as a record (§10.3).
+pub fn use_(ctx: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
+    let path = crate::display::to_text(arg(args, 0)?);
+    ctx.vm().ok_or_else(no_vm)?.use_module(&path)
+}
+
+/// `ask prompt`: prompts on the controlling terminal and reads one line.
+pub fn ask(_ctx: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
+    let prompt = str_arg(args, 0)?;
+    let tty = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/tty")
+        .map_err(|e| Failure::error(format!("ask: no terminal: {e}")))?;
+    let mut out = &tty;
+    out.write_all(prompt.as_bytes())
+        .and_then(|_| out.flush())
+        .map_err(|e| Failure::error(format!("ask: {e}")))?;
+    let mut line = String::new();
+    std::io::BufReader::new(&tty)
+        .read_line(&mut line)
+        .map_err(|e| Failure::error(format!("ask: {e}")))?;
+    let keep = crate::codec::lines::strip_one_newline(&line).len();
+    line.truncate(keep);
+    Ok(Value::str(line))
+}
+
+/// `help`: the catalogue of builtins and prelude functions.
+pub fn help(ctx: &mut dyn Ctx, _: &[Value]) -> Result<Value, Failure> {
+    let mut out = String::new();
+    for b in ral_types::builtin_table().iter() {
+        if b.name.starts_with('_') {
+            continue;
+        }
+        out.push_str(&format!("{:<18} {}\n", b.name, b.doc));
+    }
+    ctx.write(out.as_bytes())?;
+    Ok(Value::Unit)
+}
+
+/// `explain name`: one name's documentation, type and resolution.
+pub fn explain(ctx: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
+    let name = str_arg(args, 0)?;
+    let Some(b) = ral_types::builtin_table().get(name) else {
+        return Err(Failure::error(format!("explain: no builtin named {name}")));
+    };
+    let kind = match b.kind {
+        ral_types::BuiltinKind::Builtin => "builtin",
+        ral_types::BuiltinKind::Prelude => "prelude function",
+        ral_types::BuiltinKind::Decoder => "decoder",
+        ral_types::BuiltinKind::BaseHandler => "base handler",
+        ral_types::BuiltinKind::Boundary => "checked boundary",
+    };
+    let text = format!(
+        "{name} : {}\n  {}\n  ({kind})\n",
+        ral_types::print_scheme(b.scheme(), None),
+        b.doc
+    );
+    ctx.write(text.as_bytes())?;
+    Ok(Value::Unit)
+}
+
+/// `clear`: clears the terminal (ANSI erase and home).
+pub fn clear(ctx: &mut dyn Ctx, _: &[Value]) -> Result<Value, Failure> {
+    ctx.write(b"\x1b[H\x1b[2J")?;
+    Ok(Value::Unit)
+}
+
+/// `reset`: resets the terminal (ANSI full reset).
+pub fn reset(ctx: &mut dyn Ctx, _: &[Value]) -> Result<Value, Failure> {
+    ctx.write(b"\x1bc")?;
+    Ok(Value::Unit)
+}

@@ -1,0 +1,989 @@
+//! The VM's contact with the operating system: command dispatch,
+//! redirects, pipelines and `within` (spec §6.2–6.8, §7, §9).
+//!
+//! The dispatch loop ([`crate::exec`]) decodes the ops and calls the
+//! methods here; these run on the machine's IO stack ([`crate::io`]) and
+//! the process runtime ([`crate::process`]).
+//!
+//! # Command dispatch (§6.3)
+//!
+//! A bare head that is not a binding (the checker and lowering settled that)
+//! is looked up, in order: named handlers of the `within` frames, innermost
+//! first, skipping masked frames; the base handler (`echo`); catch-all
+//! handlers, innermost first; then `PATH`. A handler runs with its whole
+//! frame masked (§9.6), so a handler for `git` that runs `git` reaches the
+//! next frame out, or the program. Handlers get the arguments rendered to
+//! text as one `[String]`; a catch-all also gets the name.
+//!
+//! # Pipelines (§7.1, §7.6)
+//!
+//! Every `|` is an OS pipe. A non-final stage runs on a thread of its own,
+//! on a fork of this machine ([`crate::Vm::fork`]) sharing the cancel flag,
+//! with its output on the pipe's write end; an external program inside it
+//! is started on the real descriptors, so bytes between two programs never
+//! pass through the interpreter. The final stage runs inline with the last
+//! pipe as its input, and the pipeline's value is its value. When it is
+//! done every stage is waited for; the first failure in launch order wins,
+//! except that a non-final stage cut off because its reader went away
+//! (`SIGPIPE`, or `reader-gone` for a ral stage) is forgiven. A stage's
+//! shell-state changes (a `cd` inside it) stay in its fork (§9.7).
+//!
+//! # `within` (§9.1–9.3)
+//!
+//! All options are evaluated and validated against the incoming context
+//! before any is installed; then the environment overlay, the directory and
+//! the handler frame go in, and [`crate::Vm`] restores exactly the saved
+//! context when the scope ends, normally or by a failure (unwinding pops
+//! `within` saves with the handler it lands on), undoing a `cd` made inside.
+
+use std::ffi::OsString;
+use std::fs::{File, OpenOptions};
+use std::io::Read;
+use std::os::fd::AsFd;
+use std::path::{Component, Path, PathBuf};
+use std::process::Stdio;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use crate::exec::{Escape, Stdin, Stdout, Vm};
+use crate::failure::{Cause, Failure, Reason};
+use crate::io::{self, In, IoFrame, Out, Pending, SharedBuf, Stream, Target};
+use crate::op::{ExecMode, RedirCode};
+use crate::process::{self, Launch, Plan};
+use crate::value::{Func, Record, Value};
+
+/// A pipeline being run: its stage threads and the read end of the last
+/// pipe (the next stage's input).
+pub(crate) struct PipeRun {
+    stages: Vec<Stage>,
+    next_input: Option<File>,
+}
+
+struct Stage {
+    thread: JoinHandle<Result<(), Failure>>,
+    /// The stage's standard error when it could not be a descriptor.
+    err: Option<SharedBuf>,
+}
+
+/// What `within` replaced, to put back.
+pub(crate) struct WithinSave {
+    cwd: Option<PathBuf>,
+    env_len: usize,
+    handlers_len: usize,
+}
+
+/// A handler frame installed by `within`: named handlers and an optional
+/// catch-all. Stored in `Context::handlers` as a two-element list
+/// `[named record, catch-all or ()]`.
+fn handler_frame(named: Value, catch_all: Value) -> Value {
+    Value::list(vec![named, catch_all])
+}
+
+fn frame_parts(v: &Value) -> (Option<&Record>, Option<&Value>) {
+    let Value::List(items) = v else {
+        return (None, None);
+    };
+    let named = match items.first() {
+        Some(Value::Record(r)) => Some(&**r),
+        _ => None,
+    };
+    let catch = match items.get(1) {
+        Some(f @ Value::Func(_)) => Some(f),
+        _ => None,
+    };
+    (named, catch)
+}
+
+/// The base handlers this VM implements.
+const BASE_HANDLERS: &[&str] = &["echo"];
+
+impl Vm {
+    // ---- output ----
+
+    /// Writes to stream `s` wherever it currently goes.
+    pub(crate) fn write_stream(&mut self, s: Stream, bytes: &[u8]) -> Result<(), Failure> {
+        let target = io::resolve(&self.io, s);
+        self.write_target(&target, bytes)
+    }
+
+    fn write_target(&mut self, target: &Target, bytes: &[u8]) -> Result<(), Failure> {
+        match target {
+            Target::Capture(i, s) => io::append_capture(&mut self.io, *i, *s, bytes),
+            Target::File(f) => io::write_file(f, bytes),
+            Target::Base(Stream::Out) => write_base(&mut self.stdout, Stream::Out, bytes),
+            Target::Base(Stream::Err) => write_base(&mut self.stderr, Stream::Err, bytes),
+        }
+    }
+
+    /// A descriptor for `target` where it has one (a file, or an inherited
+    /// standard stream).
+    fn target_fd(&self, target: &Target) -> Result<Option<File>, Failure> {
+        let dup = |f: std::os::fd::BorrowedFd<'_>| {
+            f.try_clone_to_owned()
+                .map(File::from)
+                .map_err(|e| Failure::error(format!("dup: {e}")))
+        };
+        match target {
+            Target::File(f) => f
+                .try_clone()
+                .map(Some)
+                .map_err(|e| Failure::error(format!("dup: {e}"))),
+            Target::Base(Stream::Out) => match self.stdout {
+                Stdout::Inherit => dup(std::io::stdout().as_fd()).map(Some),
+                Stdout::Buffer(_) | Stdout::Writer(_) => Ok(None),
+            },
+            Target::Base(Stream::Err) => match self.stderr {
+                Stdout::Inherit => dup(std::io::stderr().as_fd()).map(Some),
+                Stdout::Buffer(_) | Stdout::Writer(_) => Ok(None),
+            },
+            Target::Capture(..) => Ok(None),
+        }
+    }
+
+    /// The child's plan for output stream `s`.
+    fn plan(&self, s: Stream) -> Result<(Plan, Target), Failure> {
+        let target = io::resolve(&self.io, s);
+        let plan = match &target {
+            Target::Base(Stream::Out) if matches!(self.stdout, Stdout::Inherit) => {
+                Plan::Direct(Stdio::inherit())
+            }
+            Target::Base(Stream::Err) if matches!(self.stderr, Stdout::Inherit) => {
+                Plan::Direct(Stdio::inherit())
+            }
+            Target::File(f) => Plan::Direct(process::stdio_of(f)?),
+            Target::Base(_) | Target::Capture(..) => Plan::Pump,
+        };
+        Ok((plan, target))
+    }
+
+    /// The child's standard input.
+    fn stdin_plan(&self) -> Result<Stdio, Failure> {
+        match io::resolve_input(&self.io) {
+            Some(f) => process::stdio_of(&f),
+            None => Ok(match self.stdin {
+                Stdin::Inherit => Stdio::inherit(),
+                Stdin::Null => Stdio::null(),
+            }),
+        }
+    }
+
+    /// Reads all of the current standard input (the decoders, §7.3).
+    pub fn read_input(&mut self) -> Result<Vec<u8>, Failure> {
+        let mut buf = Vec::new();
+        match io::resolve_input(&self.io) {
+            Some(f) => {
+                let mut r: &File = &f;
+                r.read_to_end(&mut buf)
+                    .map_err(|e| Failure::error(format!("read: {e}")))?;
+            }
+            None => match self.stdin {
+                Stdin::Inherit => {
+                    std::io::stdin()
+                        .lock()
+                        .read_to_end(&mut buf)
+                        .map_err(|e| Failure::error(format!("read: {e}")))?;
+                }
+                Stdin::Null => {}
+            },
+        }
+        Ok(buf)
+    }
+
+    // ---- commands ----
+
+    /// Runs a command head with its argument list (see the module docs).
+    pub(crate) fn exec_command(
+        &mut self,
+        mode: ExecMode,
+        head: &Value,
+        args: &Value,
+    ) -> Result<(), Escape> {
+        let Value::List(items) = args else {
+            return Err(Failure::error("command arguments are not a list").into());
+        };
+        let rendered = render_args(items)?;
+        match mode {
+            ExecMode::Name => {
+                let name = head.as_str().unwrap_or_default().to_owned();
+                self.dispatch_name(&name, rendered)
+            }
+            ExecMode::External => {
+                let name = head.as_str().unwrap_or_default().to_owned();
+                self.run_external_named(&name, rendered)
+                    .map_err(Escape::from)
+            }
+            ExecMode::Path => {
+                let path = crate::display::to_text(head);
+                let full = self.expand_path(&path);
+                self.run_program(&path, full, rendered)
+                    .map_err(Escape::from)
+            }
+        }
+    }
+
+    fn dispatch_name(&mut self, name: &str, args: Vec<String>) -> Result<(), Escape> {
+        let frames = self.mobile.context.handlers.clone();
+        // Named handlers, innermost first.
+        for (i, frame) in frames.iter().enumerate().rev() {
+            if self.masked.contains(&i) {
+                continue;
+            }
+            if let (Some(named), _) = frame_parts(frame) {
+                if let Some(h) = named.get(name) {
+                    let list = Value::list(args.into_iter().map(Value::str).collect());
+                    return self.run_handler(i, h.clone(), vec![list]);
+                }
+            }
+        }
+        if BASE_HANDLERS.contains(&name) {
+            return self.base_handler(name, &args).map_err(Escape::from);
+        }
+        for (i, frame) in frames.iter().enumerate().rev() {
+            if self.masked.contains(&i) {
+                continue;
+            }
+            if let (_, Some(h)) = frame_parts(frame) {
+                let list = Value::list(args.into_iter().map(Value::str).collect());
+                return self.run_handler(i, h.clone(), vec![Value::str(name), list]);
+            }
+        }
+        self.run_external_named(name, args).map_err(Escape::from)
+    }
+
+    /// Runs a handler of frame `i` with that frame masked.
+    fn run_handler(&mut self, i: usize, h: Value, args: Vec<Value>) -> Result<(), Escape> {
+        self.masked.push(i);
+        let r = self.call_value(h, args);
+        self.masked.pop();
+        r.map(|_| ())
+    }
+
+    fn base_handler(&mut self, name: &str, args: &[String]) -> Result<(), Failure> {
+        match name {
+            "echo" => {
+                let mut line = args.join(" ");
+                line.push('\n');
+                self.write_stream(Stream::Out, line.as_bytes())
+            }
+            _ => Err(Failure::error(format!("no base handler `{name}`"))),
+        }
+    }
+
+    fn run_external_named(&mut self, name: &str, args: Vec<String>) -> Result<(), Failure> {
+        let cwd = self.cwd();
+        let path = self.mobile.context.var("PATH");
+        match process::search_path(name, path.as_deref(), &cwd) {
+            Some(program) => self.run_program(name, program, args),
+            None => {
+                let names: Vec<&str> = ral_types::builtin_table()
+                    .iter()
+                    .map(|b| b.name)
+                    .filter(|n| !n.starts_with('_'))
+                    .collect();
+                let sugg = process::suggest(name, path.as_deref(), &names);
+                Err(process::not_found(name, &sugg))
+            }
+        }
+    }
+
+    /// `~/x` and relative paths against the logical cwd.
+    pub(crate) fn expand_path(&self, p: &str) -> PathBuf {
+        let home = self.mobile.context.var("HOME").unwrap_or_default();
+        let p = if p == "~" {
+            home
+        } else if let Some(rest) = p.strip_prefix("~/") {
+            format!("{home}/{rest}")
+        } else {
+            p.to_owned()
+        };
+        let path = Path::new(&p);
+        if path.is_absolute() {
+            path.to_path_buf()
+        } else {
+            self.cwd().join(path)
+        }
+    }
+
+    fn run_program(
+        &mut self,
+        name: &str,
+        program: PathBuf,
+        args: Vec<String>,
+    ) -> Result<(), Failure> {
+        self.poll_cancel()?;
+        if !self.grants.is_empty() && program.exists() {
+            crate::caps::check_exec(&self.grants, name, &program, &args).map_err(|mut f| {
+                f.cmd = Some(name.into());
+                f
+            })?;
+        }
+        let (out_plan, out_target) = self.plan(Stream::Out)?;
+        let (err_plan, err_target) = self.plan(Stream::Err)?;
+        let launch = Launch {
+            name,
+            program,
+            args: args.into_iter().map(OsString::from).collect(),
+            cwd: self.cwd(),
+            env: self.environment(),
+            stdin: self.stdin_plan()?,
+            stdout: out_plan,
+            stderr: err_plan,
+            own_group: self.own_process_groups,
+        };
+        let cancel = self.mobile.context.cancel.clone();
+        // Read when the cancel lands: the host stores the cause just
+        // before it sets the flag.
+        let cause_cell = self.cancel_cause.clone();
+        let cause = move || crate::exec::cause_of(cause_cell.load(Ordering::Relaxed));
+        process::run(launch, &cancel, &cause, &mut |s, bytes| {
+            let t = match s {
+                Stream::Out => &out_target,
+                Stream::Err => &err_target,
+            };
+            self.write_target(t, bytes)
+        })
+    }
+
+    // ---- redirects (§7.4, §7.5) ----
+
+    pub(crate) fn redirect(&mut self, fd: u8, kind: RedirCode, src: &Value) -> Result<(), Failure> {
+        let stream = match fd {
+            1 => Some(Stream::Out),
+            2 => Some(Stream::Err),
+            _ => None,
+        };
+        match kind {
+            RedirCode::Keep => Ok(()),
+            RedirCode::ErrToOut => {
+                self.top_io()?.err = Out::Other;
+                Ok(())
+            }
+            RedirCode::Read => {
+                let path = self.expand_path(&crate::display::to_text(src));
+                self.check_fs(crate::caps::FsOp::Read, &path)?;
+                let f = File::open(&path)
+                    .map_err(|e| Failure::error(format!("cannot read {}: {e}", path.display())))?;
+                self.top_io()?.input = In::File(Arc::new(f));
+                Ok(())
+            }
+            RedirCode::Here => {
+                let text = crate::display::to_text(src);
+                let body = strip_leading_newline(&text).as_bytes().to_vec();
+                let f = process::feed(body)?;
+                self.top_io()?.input = In::File(Arc::new(f));
+                Ok(())
+            }
+            RedirCode::Write | RedirCode::Stream | RedirCode::Append => {
+                let Some(stream) = stream else {
+                    return Err(Failure::error(format!("cannot redirect descriptor {fd}")));
+                };
+                let path = self.expand_path(&crate::display::to_text(src));
+                self.check_fs(crate::caps::FsOp::Write, &path)?;
+                let (file, pending) = open_output(&path, kind)?;
+                let top = self.top_io()?;
+                let out = Out::File(Arc::new(file));
+                match stream {
+                    Stream::Out => top.out = out,
+                    Stream::Err => top.err = out,
+                }
+                if let Some(p) = pending {
+                    top.pending.push(p);
+                }
+                Ok(())
+            }
+        }
+    }
+
+    fn top_io(&mut self) -> Result<&mut IoFrame, Failure> {
+        self.io
+            .last_mut()
+            .ok_or_else(|| Failure::error("redirect without an IO frame"))
+    }
+
+    // ---- pipelines ----
+
+    pub(crate) fn pipe_begin(&mut self) {
+        self.pipes.push(PipeRun {
+            stages: Vec::new(),
+            next_input: None,
+        });
+    }
+
+    /// Starts a non-final stage (see the module docs).
+    pub(crate) fn pipe_stage(
+        &mut self,
+        proto: u32,
+        locals: Vec<Value>,
+        env: Option<Arc<Func>>,
+    ) -> Result<(), Failure> {
+        let (read, write) = process::pipe()?;
+        let input = match self.pipes.last_mut().and_then(|p| p.next_input.take()) {
+            Some(f) => Some(Arc::new(f)),
+            None => io::resolve_input(&self.io),
+        };
+        let err_target = io::resolve(&self.io, Stream::Err);
+        let err_fd = self.target_fd(&err_target)?;
+        let mut child = self.fork(self.mobile.context.cancel.clone());
+        child.stdin = self.stdin;
+        child.own_process_groups = self.own_process_groups;
+        let err_buf = match err_fd {
+            Some(_) => None,
+            None => {
+                let b = SharedBuf::default();
+                child.stderr = Stdout::Writer(Box::new(b.clone()));
+                Some(b)
+            }
+        };
+        child.io.push(IoFrame {
+            out: Out::File(Arc::new(write)),
+            err: match err_fd {
+                Some(f) => Out::File(Arc::new(f)),
+                None => Out::Below,
+            },
+            input: match input {
+                Some(f) => In::File(f),
+                None => In::Below,
+            },
+            pending: Vec::new(),
+        });
+        let thread = std::thread::Builder::new()
+            .name("ral-stage".into())
+            .stack_size(16 << 20)
+            .spawn(move || child.run_stage(proto, locals, env))
+            .map_err(|e| Failure::error(format!("cannot start a pipeline stage: {e}")))?;
+        let Some(run) = self.pipes.last_mut() else {
+            return Err(Failure::error("pipeline stage outside a pipeline"));
+        };
+        run.stages.push(Stage {
+            thread,
+            err: err_buf,
+        });
+        run.next_input = Some(read);
+        Ok(())
+    }
+
+    /// Runs a stage proto on this (forked) machine.
+    fn run_stage(
+        mut self,
+        proto: u32,
+        locals: Vec<Value>,
+        env: Option<Arc<Func>>,
+    ) -> Result<(), Failure> {
+        let r = self.run_proto_with(proto, locals, env);
+        // Close the pipe before anything else so the reader sees EOF.
+        self.io.clear();
+        match r {
+            Ok(_) => Ok(()),
+            Err(Escape::Fail(f)) => Err(f),
+            Err(Escape::Exit(0)) => Ok(()),
+            Err(Escape::Exit(n)) => Err(Failure::raised(n, format!("exit {n}"))),
+        }
+    }
+
+    /// The final stage's input frame.
+    pub(crate) fn pipe_last(&mut self) -> Result<(), Failure> {
+        let input = self.pipes.last_mut().and_then(|p| p.next_input.take());
+        let mut frame = IoFrame::default();
+        if let Some(f) = input {
+            frame.input = In::File(Arc::new(f));
+        }
+        self.io.push(frame);
+        Ok(())
+    }
+
+    /// Waits for every stage (see the module docs).
+    pub(crate) fn pipe_end(&mut self) -> Result<(), Failure> {
+        // The final stage's input frame: dropping it closes the last read
+        // end, so a producer still writing is cut off.
+        if let Some(mut f) = self.io.pop() {
+            f.commit()?;
+        }
+        let Some(run) = self.pipes.pop() else {
+            return Err(Failure::error("pipeline end without a pipeline"));
+        };
+        let mut first: Option<Failure> = None;
+        for stage in run.stages {
+            let mut spins = 0u32;
+            while !stage.thread.is_finished() {
+                if self.mobile.context.cancel.load(Ordering::Relaxed) {
+                    // The stages share the flag and stop on their own;
+                    // wait for them so no thread outlives the run.
+                    break;
+                }
+                spins = spins.saturating_add(1);
+                let micros = u64::from(spins.min(20)) * 50;
+                std::thread::sleep(std::time::Duration::from_micros(micros));
+            }
+            let result = match stage.thread.join() {
+                Ok(r) => r,
+                Err(_) => Err(Failure::error("a pipeline stage panicked")),
+            };
+            if let Some(buf) = stage.err {
+                let bytes = buf.take();
+                if !bytes.is_empty() {
+                    self.write_stream(Stream::Err, &bytes)?;
+                }
+            }
+            if let Err(f) = result {
+                if !forgiven(&f) && first.is_none() {
+                    first = Some(f);
+                }
+            }
+        }
+        self.poll_cancel()?;
+        match first {
+            Some(f) => Err(f),
+            None => Ok(()),
+        }
+    }
+
+    // ---- within (§9.1) ----
+
+    pub(crate) fn within_push(&mut self, opts: &Value) -> Result<(), Failure> {
+        let r = match opts {
+            Value::Record(r) => r.clone(),
+            Value::List(items) if items.is_empty() => Arc::new(Record::empty()),
+            _ => return Err(Failure::error("within options must be a record")),
+        };
+        // Validate everything first.
+        let mut env: Vec<(String, Option<String>)> = Vec::new();
+        if let Some(v) = r.get("env") {
+            let Value::Record(m) = v else {
+                return Err(Failure::error("within env: must be a map"));
+            };
+            for (k, v) in m.iter() {
+                let k = k.as_str();
+                if k == "PWD" || k == "OLDPWD" {
+                    return Err(Failure::error(format!(
+                        "within env: {k} cannot be set; use dir: instead"
+                    )));
+                }
+                if k.is_empty() || k.contains('=') || k.contains('\0') {
+                    return Err(Failure::error(format!("within env: invalid name {k:?}")));
+                }
+                let text = match v {
+                    Value::Str(_) | Value::Int(_) | Value::Float(_) | Value::Bool(_) => {
+                        crate::display::to_text(v)
+                    }
+                    other => {
+                        return Err(Failure::error(format!(
+                            "within env: {k} must be a scalar, got {}",
+                            other.kind_name()
+                        )))
+                    }
+                };
+                env.push((k.to_owned(), Some(text)));
+            }
+        }
+        let dir = match r.get("dir") {
+            Some(v) => {
+                let p = normalize(&self.expand_path(&crate::display::to_text(v)));
+                if !p.is_dir() {
+                    return Err(Failure::error(format!(
+                        "within dir: {} is not a directory",
+                        p.display()
+                    )));
+                }
+                if std::fs::read_dir(&p).is_err() {
+                    return Err(Failure::error(format!(
+                        "within dir: {} is not readable",
+                        p.display()
+                    )));
+                }
+                Some(p)
+            }
+            None => None,
+        };
+        let named = r.get("handlers").cloned();
+        let catch_all = r.get("handler").cloned();
+        let ctx = &mut self.mobile.context;
+        self.withins.push(WithinSave {
+            cwd: ctx.cwd.clone(),
+            env_len: ctx.env.len(),
+            handlers_len: ctx.handlers.len(),
+        });
+        ctx.env.extend(env);
+        if let Some(d) = dir {
+            ctx.cwd = Some(d);
+        }
+        if named.is_some() || catch_all.is_some() {
+            let named = match named {
+                Some(v @ Value::Record(_)) => v,
+                _ => Value::record(Record::empty()),
+            };
+            ctx.handlers
+                .push(handler_frame(named, catch_all.unwrap_or(Value::Unit)));
+        }
+        Ok(())
+    }
+
+    pub(crate) fn within_pop(&mut self) {
+        if let Some(save) = self.withins.pop() {
+            self.restore_within(save);
+        }
+    }
+
+    pub(crate) fn restore_within(&mut self, save: WithinSave) {
+        let ctx = &mut self.mobile.context;
+        ctx.cwd = save.cwd;
+        ctx.env.truncate(save.env_len);
+        ctx.handlers.truncate(save.handlers_len);
+    }
+
+    /// A handler frame was inserted at the bottom of the stack (the alias
+    /// frame): every recorded frame index moves up one.
+    pub(crate) fn shift_handler_frames(&mut self) {
+        for save in &mut self.withins {
+            save.handlers_len += 1;
+        }
+        for m in &mut self.masked {
+            *m += 1;
+        }
+    }
+
+    // ---- use (§10.3, §10.4) ----
+
+    /// `use path`: evaluates a module file in a fresh top-level scope and
+    /// returns its public bindings as a record.
+    pub fn use_module(&mut self, path: &str) -> Result<Value, Failure> {
+        const MAX_DEPTH: usize = 100;
+        let file = self.find_module(path)?;
+        let real = crate::caps::real(&file);
+        if let Some(i) = self.use_chain.iter().position(|p| *p == real) {
+            let mut names: Vec<String> = self.use_chain[i..]
+                .iter()
+                .map(|p| display_name(p))
+                .collect();
+            names.push(display_name(&real));
+            return Err(Failure::error(format!(
+                "use: circular dependency: {}",
+                names.join(" -> ")
+            )));
+        }
+        if self.use_chain.len() >= MAX_DEPTH {
+            return Err(Failure::error(format!(
+                "use: modules nested more than {MAX_DEPTH} deep"
+            )));
+        }
+        self.check_fs(crate::caps::FsOp::Read, &file)
+            .map_err(|f| Failure::new(f.status, format!("use: {}", f.message), f.reason))?;
+        let text = std::fs::read_to_string(&file)
+            .map_err(|e| Failure::error(format!("use: cannot read {}: {e}", file.display())))?;
+        let module = compile_module_text(&file, &text)?;
+        self.use_chain.push(real);
+        let r = self.run_module_scoped(&module, &text);
+        self.use_chain.pop();
+        r
+    }
+
+    /// The file `use path` names: relative to the containing file (or the
+    /// cwd), then each directory of the effective `RAL_PATH`.
+    fn find_module(&self, path: &str) -> Result<PathBuf, Failure> {
+        let p = Path::new(path);
+        if p.is_absolute() || path.starts_with("~/") {
+            let full = self.expand_path(path);
+            return if full.is_file() {
+                Ok(full)
+            } else {
+                Err(Failure::error(format!(
+                    "use: no module file {}",
+                    full.display()
+                )))
+            };
+        }
+        let base = match self.use_chain.last() {
+            Some(f) => f
+                .parent()
+                .map(Path::to_path_buf)
+                .unwrap_or_else(|| self.cwd()),
+            None => {
+                let script = Path::new(self.script.as_str());
+                if !self.script.is_empty() && script.is_file() {
+                    let dir = script.parent().map(Path::to_path_buf).unwrap_or_default();
+                    if dir.is_absolute() {
+                        dir
+                    } else {
+                        self.cwd().join(dir)
+                    }
+                } else {
+                    self.cwd()
+                }
+            }
+        };
+        let first = base.join(p);
+        if first.is_file() {
+            return Ok(first);
+        }
+        if let Some(search) = self.mobile.context.var("RAL_PATH") {
+            for dir in search.split(':').filter(|d| !d.is_empty()) {
+                let cand = self.expand_path(dir).join(p);
+                if cand.is_file() {
+                    return Ok(cand);
+                }
+            }
+        }
+        Err(Failure::error(format!(
+            "use: no module {path} (looked in {} and RAL_PATH)",
+            base.display()
+        )))
+    }
+
+    /// Runs a compiled module against the session's slot table, then hides
+    /// its names again (see `Scope::restore_names`).
+    fn run_module_scoped(&mut self, module: &ral_ir::Module, text: &str) -> Result<Value, Failure> {
+        let outer = self.mobile.scope.take_reservations();
+        let journal = self.mobile.scope.swap_journal(None);
+        let saved = self.mobile.scope.clone();
+        let result = match self.load(module) {
+            Ok(main) => {
+                let r = self
+                    .run_proto_with(main, Vec::new(), None)
+                    .map_err(|e| match e {
+                        Escape::Fail(f) => f,
+                        Escape::Exit(n) => Failure::raised(n.max(1), format!("exit {n}")),
+                    });
+                self.retire(main, false);
+                r
+            }
+            Err(e) => Err(Failure::error(format!("use: {e}"))),
+        };
+        let exports: Vec<(String, Value)> = module
+            .defs
+            .iter()
+            .filter(|d| !d.name.starts_with('_'))
+            .filter_map(|d| {
+                let v = self.mobile.scope.get_named(&d.name)?.clone();
+                Some((d.name.clone(), v))
+            })
+            .collect();
+        self.mobile.scope.restore_names(&saved);
+        self.mobile.scope.put_reservations(outer);
+        self.mobile.scope.swap_journal(journal);
+        match result {
+            Ok(_) => Ok(Value::record(Record::from_entries(exports))),
+            Err(mut f) => {
+                // Report the module's own place; the caller's trace starts
+                // at the `use`. A nested `use`'s failure is already described.
+                let span = f.span.take();
+                f.trace.clear();
+                if !f.message.starts_with("use:") {
+                    let file = self
+                        .use_chain
+                        .last()
+                        .map(|p| display_name(p))
+                        .unwrap_or_default();
+                    f.message = match span {
+                        Some(span) => {
+                            let (line, col) = line_col(text, span.start as usize);
+                            format!("use: {file}:{line}:{col}: {}", f.message)
+                        }
+                        None => format!("use: {file}: {}", f.message),
+                    };
+                }
+                Err(f)
+            }
+        }
+    }
+
+    // ---- grant (§12) ----
+
+    pub(crate) fn grant_push(&mut self, caps: &Value) -> Result<(), Failure> {
+        let cwd = self.cwd();
+        let ctx = self.mobile.context.clone();
+        let var = move |k: &str| ctx.var(k);
+        let layer = crate::caps::decode(
+            caps,
+            &crate::caps::DecodeEnv {
+                cwd: &cwd,
+                var: &var,
+            },
+        )?;
+        self.grants.push(Arc::new(layer));
+        Ok(())
+    }
+
+    /// Checks a filesystem operation ral performs itself against the grants.
+    pub fn check_fs(&self, op: crate::caps::FsOp, path: &Path) -> Result<(), Failure> {
+        crate::caps::check_fs(&self.grants, op, path)
+    }
+
+    // ---- cd (§10.2) ----
+
+    /// Changes the logical working directory.
+    pub fn change_dir(&mut self, target: &str) -> Result<(), Failure> {
+        let t = if target.is_empty() { "~" } else { target };
+        crate::caps::check_chdir(&self.grants)?;
+        let p = normalize(&self.expand_path(t));
+        if !p.is_dir() {
+            return Err(Failure::error(format!(
+                "cd: {} is not a directory",
+                p.display()
+            )));
+        }
+        self.mobile.context.cwd = Some(p);
+        Ok(())
+    }
+}
+
+/// Parses, checks and lowers a module's text; errors are rendered against
+/// the module's own text (status 2 for syntax, 1 for types, §16.3).
+fn compile_module_text(file: &Path, text: &str) -> Result<ral_ir::Module, Failure> {
+    use ral_syntax::render::{render_all, Color};
+    let mut sources = ral_syntax::SourceMap::new();
+    let id = sources.add(file.display().to_string(), text);
+    let parsed = ral_syntax::parse(sources.text(id), id);
+    if parsed.has_errors() {
+        let shown = render_all(&parsed.diagnostics, &sources, Color::Never);
+        return Err(Failure::raised(
+            2,
+            format!("use: {}\n{shown}", file.display()),
+        ));
+    }
+    let opts = ral_types::CheckOptions { is_script: true };
+    let checked = ral_types::check_program(&parsed.program, id, &ral_types::TypeEnv::new(), &opts);
+    if checked.has_errors() {
+        let shown = render_all(&checked.diagnostics, &sources, Color::Never);
+        return Err(Failure::raised(
+            1,
+            format!("use: {}\n{shown}", file.display()),
+        ));
+    }
+    Ok(ral_ir::lower(&parsed.program, &checked, id))
+}
+
+fn display_name(p: &Path) -> String {
+    p.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| p.display().to_string())
+}
+
+/// 1-based line and column of byte `at`.
+fn line_col(text: &str, at: usize) -> (usize, usize) {
+    let before = &text[..at.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let col = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    (line, col)
+}
+
+fn write_base(sink: &mut Stdout, s: Stream, bytes: &[u8]) -> Result<(), Failure> {
+    use std::io::Write;
+    match sink {
+        Stdout::Buffer(b) => {
+            b.extend_from_slice(bytes);
+            Ok(())
+        }
+        Stdout::Inherit => {
+            let r = match s {
+                Stream::Out => std::io::stdout().write_all(bytes),
+                Stream::Err => std::io::stderr().write_all(bytes),
+            };
+            r.map_err(io::write_error)
+        }
+        Stdout::Writer(w) => w.write_all(bytes).map_err(io::write_error),
+    }
+}
+
+/// Whether a non-final stage's failure is the forgiven "reader went away".
+fn forgiven(f: &Failure) -> bool {
+    matches!(
+        f.reason,
+        Reason::Cancelled(Cause::ReaderGone) | Reason::Signaled(libc::SIGPIPE)
+    )
+}
+
+/// Argument rendering for commands (§6.6): scalars and tags become text;
+/// bytes, collections and functions are refused.
+fn render_args(items: &[Value]) -> Result<Vec<String>, Failure> {
+    items
+        .iter()
+        .map(|v| match v {
+            Value::Unit | Value::Bool(_) | Value::Int(_) | Value::Float(_) | Value::Str(_) => {
+                Ok(crate::display::to_text(v))
+            }
+            Value::Variant(var) if var.payload.is_none() => Ok(crate::display::to_text(v)),
+            other => Err(Failure::error(format!(
+                "a {} cannot be a command argument",
+                other.kind_name()
+            ))),
+        })
+        .collect()
+}
+
+fn strip_leading_newline(s: &str) -> &str {
+    s.strip_prefix("\r\n")
+        .or_else(|| s.strip_prefix('\n'))
+        .unwrap_or(s)
+}
+
+/// Lexical normalisation: `.` dropped, `..` pops (the logical cwd, §10.2).
+pub(crate) fn normalize(p: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in p.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other.as_os_str()),
+        }
+    }
+    if out.as_os_str().is_empty() {
+        out.push("/");
+    }
+    out
+}
+
+static TMP_COUNTER: AtomicU64 = AtomicU64::new(0);
+
+/// Opens a redirect target. `>` writes a temporary file beside the real
+/// target (following a symlink to it, keeping an existing file's mode),
+/// renamed over it when the redirect's scope completes.
+fn open_output(path: &Path, kind: RedirCode) -> Result<(File, Option<Pending>), Failure> {
+    let fail = |e: std::io::Error| Failure::error(format!("cannot write {}: {e}", path.display()));
+    match kind {
+        RedirCode::Append => {
+            let f = OpenOptions::new()
+                .append(true)
+                .create(true)
+                .open(path)
+                .map_err(fail)?;
+            Ok((f, None))
+        }
+        RedirCode::Stream => {
+            let f = OpenOptions::new()
+                .write(true)
+                .create(true)
+                .truncate(true)
+                .open(path)
+                .map_err(fail)?;
+            Ok((f, None))
+        }
+        _ => {
+            // Follow a symlink so the link itself survives.
+            let target = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+            let meta = std::fs::metadata(&target).ok();
+            if meta.as_ref().is_some_and(|m| !m.is_file()) {
+                // Not a regular file (a device, a fifo): write in place.
+                let f = OpenOptions::new().write(true).open(&target).map_err(fail)?;
+                return Ok((f, None));
+            }
+            let dir = target.parent().unwrap_or(Path::new("/"));
+            let base = target
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let n = TMP_COUNTER.fetch_add(1, Ordering::Relaxed);
+            let tmp = dir.join(format!(".{base}.ral-{}-{n}", std::process::id()));
+            let f = OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&tmp)
+                .map_err(fail)?;
+            if let Some(m) = meta {
+                let _ = std::fs::set_permissions(&tmp, m.permissions());
+            }
+            Ok((f, Some(Pending { tmp, target })))
+        }
+    }
+}

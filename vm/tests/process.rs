@@ -1,0 +1,136 @@
+//! The process runtime end to end: cancellation reaching a blocking
+//! external, memory staying flat while bytes stream between programs, the
+//! capture limit, and pipelines that would deadlock if stages ran one
+//! after the other.
+//!
+//! Timing here only bounds hangs (a cancelled `sleep 30` must come back in
+//! seconds, not 30); no test asserts speed.
+
+#![allow(clippy::unwrap_used)]
+
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use ral_syntax::SourceId;
+use ral_types::{check_program, CheckOptions, TypeEnv};
+use ral_vm::{Cause, Escape, Mobile, Reason, RunError, Stdin, Stdout, Value, Vm};
+
+fn compile(src: &str) -> ral_ir::Module {
+    let source = SourceId(0);
+    let parsed = ral_syntax::parse(src, source);
+    assert!(!parsed.has_errors(), "parse errors in {src:?}");
+    let opts = CheckOptions { is_script: true };
+    let checked = check_program(&parsed.program, source, &TypeEnv::new(), &opts);
+    assert!(!checked.has_errors(), "type errors in {src:?}");
+    ral_ir::lower(&parsed.program, &checked, source)
+}
+
+fn machine() -> Vm {
+    let mut vm = Vm::new(Mobile::default());
+    vm.stdin = Stdin::Null;
+    vm.stderr = Stdout::Buffer(Vec::new());
+    vm
+}
+
+fn run(src: &str) -> (Vm, Result<Value, RunError>) {
+    let module = compile(src);
+    let mut vm = machine();
+    let r = vm.run_module(&module);
+    (vm, r)
+}
+
+#[test]
+fn cancel_reaches_a_blocking_external_and_keeps_what_landed() {
+    let module = compile("let before = 1\nsleep 30\nlet after = 2");
+    let mut vm = machine();
+    let flag = vm.mobile.context.cancel.clone();
+    vm.cancel_cause
+        .store(Cause::TimedOut as u8, Ordering::Relaxed);
+    let setter = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(300));
+        flag.store(true, Ordering::Relaxed);
+    });
+    let start = Instant::now();
+    let r = vm.run_module(&module);
+    setter.join().unwrap();
+    assert!(
+        start.elapsed() < Duration::from_secs(10),
+        "cancel took {:?}",
+        start.elapsed()
+    );
+    match r {
+        Err(RunError::Escape(Escape::Fail(f))) => {
+            assert_eq!(f.reason, Reason::Cancelled(Cause::TimedOut));
+            assert_eq!(f.status, 124);
+        }
+        other => panic!("expected a cancellation, got {other:?}"),
+    }
+    assert_eq!(vm.mobile.scope.get_named("before"), Some(&Value::Int(1)));
+    assert_eq!(vm.mobile.scope.get_named("after"), None);
+}
+
+#[test]
+fn cancel_reaches_every_stage_of_a_pipeline() {
+    let module = compile("sleep 30 | sleep 30 | cat");
+    let mut vm = machine();
+    let flag = vm.mobile.context.cancel.clone();
+    let setter = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(300));
+        flag.store(true, Ordering::Relaxed);
+    });
+    let start = Instant::now();
+    let r = vm.run_module(&module);
+    setter.join().unwrap();
+    assert!(start.elapsed() < Duration::from_secs(10));
+    assert!(
+        matches!(&r, Err(RunError::Escape(Escape::Fail(f))) if matches!(f.reason, Reason::Cancelled(_))),
+        "{r:?}"
+    );
+}
+
+#[test]
+fn a_ral_stage_streams_without_deadlock() {
+    // 2 MB from a ral stage is far past a pipe's buffer: the stages must
+    // run at the same time.
+    let src = "let line = !{ intercalate '' !{map { |_| 'x' } !{range 0 1000}} }\n\
+               let n = !{ each { |_| echo $line } !{range 0 2000} } | wc -c | tr -d ' '\n$n";
+    let (_, r) = run(src);
+    assert_eq!(r.unwrap(), Value::str("2002000"));
+}
+
+#[test]
+fn capture_fails_past_its_limit() {
+    let (_, r) = run("let x = head -c 20000000 /dev/zero\nlength $x");
+    assert!(
+        matches!(&r, Err(RunError::Escape(Escape::Fail(f))) if f.message.contains("16 MiB")),
+        "{r:?}"
+    );
+}
+
+#[test]
+fn standard_error_of_programs_reaches_the_error_sink() {
+    let (mut vm, r) = run("sh -c 'echo to-err >&2'");
+    r.unwrap();
+    match std::mem::replace(&mut vm.stderr, Stdout::Inherit) {
+        Stdout::Buffer(b) => assert_eq!(b, b"to-err\n"),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn a_redirect_of_a_failing_block_leaves_no_temporary_file() {
+    let dir = std::env::temp_dir().join(format!("ral-redir-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let target = dir.join("f.txt");
+    std::fs::write(&target, "old\n").unwrap();
+    let src = format!(
+        "let s = try {{ sh -c 'echo new; exit 3' > '{}'; 0 }} {{ |e| $e[status] }}\n$s",
+        target.display()
+    );
+    let (_, r) = run(&src);
+    assert_eq!(r.unwrap(), Value::Int(3));
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "old\n");
+    let leftovers: Vec<_> = std::fs::read_dir(&dir).unwrap().collect();
+    assert_eq!(leftovers.len(), 1, "temporary file left behind");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
