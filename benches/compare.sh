@@ -3,7 +3,7 @@
 # and bash, plus `ral -c ''` against `dash -c ''` start-up, in ONE hyperfine
 # run, and prints each peer's mean time and its ratio to ral.
 #
-#   bash benches/compare.sh            # the full comparison (a few minutes)
+#   bash benches/compare.sh            # the full comparison (one to two minutes)
 #   HYPERFINE_OPTS='--runs 3' bash benches/compare.sh   # a quick look
 #
 # Environment:

@@ -38,7 +38,10 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use ral_host::{BindingLease, BindingPruneNotice, MobileSnapshot, Shell, STATUS_PANICKED};
+use ral_host::workers::{WatchStream, DETACH_BIRTHS};
+use ral_host::{
+    AgentForms, BindingLease, BindingPruneNotice, MobileSnapshot, Shell, STATUS_PANICKED,
+};
 
 use crate::bus::{pump, Drive, Emitter, Event};
 use crate::control::Control;
@@ -129,13 +132,31 @@ impl std::fmt::Debug for Session {
     }
 }
 
-/// A fresh shell with exarch's worker policy.
+/// A fresh shell with exarch's worker policy and the agent forms of spec
+/// §11.5: `service` (a worker the idle lease and the per-call backstop
+/// never reap), `service-handle`, and `detach` with [`DETACH_BIRTHS`]
+/// births per session. `watch` lines go to exarch's stderr: the host's
+/// default, the process's stdout, would land in the middle of the
+/// headless result.
 fn assemble_shell() -> Shell {
-    let shell = Shell::new();
+    let mut shell = Shell::new();
+    if let Err(e) = shell.enable_agent_forms(AgentForms {
+        service: true,
+        detach_births: DETACH_BIRTHS,
+    }) {
+        // The builtin table and the host disagree: a build inconsistency.
+        // The session still works; the forms fail as unavailable.
+        eprintln!("exarch: the agent forms could not be installed: {e}");
+    }
     let workers = shell.workers();
     workers.set_idle_lease(Some(WORKER_IDLE_LEASE));
     workers.set_worker_cap(Some(LIVE_WORKER_CAP));
     workers.set_retention(Some(SETTLED_RETENTION_CALLS));
+    workers.set_watch_output(Some(Arc::new(|_stream: WatchStream, line: &[u8]| {
+        use std::io::Write;
+        // Nowhere to report a failed write to stderr.
+        let _ = std::io::stderr().lock().write_all(line);
+    })));
     shell
 }
 
@@ -340,6 +361,11 @@ impl Session {
                 ),
             ));
         }
+        let (births, budget) = self.shell.workers().detach_births();
+        rows.push((
+            "detached".to_owned(),
+            format!("{births} of {budget} births used (never replenished)"),
+        ));
         if self.frame.stray_events() > 0 {
             rows.push((
                 "stray events".to_owned(),

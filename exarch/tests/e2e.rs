@@ -312,6 +312,76 @@ fn a_worker_running_an_external_program_does_not_hold_the_run() {
     assert!(r.elapsed < Duration::from_secs(10), "{:?}", r.elapsed);
 }
 
+/// Whether process `pid` is running (not gone, not a zombie).
+fn process_alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| {
+            let (_, rest) = s.rsplit_once(')')?;
+            rest.split_whitespace().next().map(|state| state != "Z")
+        })
+        .unwrap_or(false)
+}
+
+/// Kills a process the test started through exarch, even if the test fails.
+struct KillOnDrop(u32);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = Command::new("kill")
+            .args(["-KILL", &self.0.to_string()])
+            .stderr(Stdio::null())
+            .status();
+    }
+}
+
+#[test]
+fn a_detached_process_outlives_the_run() {
+    let wire = Wire::Anthropic;
+    let server = FakeServer::start(vec![
+        wire.ral(
+            true,
+            "c1",
+            "let receipt = detach 'a sleeper' sh -c 'echo $$ > survivor.pid; exec sleep 30'\n\
+             return 'launched'",
+        ),
+        wire.text(true, "Left a sleeper running."),
+    ]);
+    let r = run(
+        &server,
+        wire,
+        true,
+        &["--prompt", "leave something running"],
+        Duration::from_secs(20),
+    );
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    // The survivor held none of exarch's streams: the run ended promptly.
+    assert!(r.elapsed < Duration::from_secs(10), "{:?}", r.elapsed);
+    assert_eq!(r.json()["result"], "Left a sleeper running.");
+    assert_eq!(
+        server.requests()[1].tool_results()[0],
+        "VALUE:\nlaunched\n\nEXIT: 0"
+    );
+    let pid_file = r._dir.path().join("survivor.pid");
+    let started = Instant::now();
+    let pid = loop {
+        let text = std::fs::read_to_string(&pid_file).unwrap_or_default();
+        if let Ok(pid) = text.trim().parse::<u32>() {
+            break pid;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "the detached program never wrote its pid"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let _cleanup = KillOnDrop(pid);
+    assert!(process_alive(pid), "the detached process died with the run");
+    // Born from the shell's environment, which never held the key.
+    let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap();
+    assert!(!String::from_utf8_lossy(&environ).contains(SECRET));
+}
+
 #[test]
 fn a_call_wall_stops_the_call_and_the_run_goes_on() {
     for (wire, stream) in MODES {

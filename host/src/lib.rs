@@ -22,7 +22,9 @@
 //!   and the turn wall.
 //! - [`leases`]: the binding lease ledger an embedder may arm.
 //! - [`workers`]: the per-shell worker registry and the worker builtins
-//!   (`spawn`, `await`, …, `surface`) every shell installs.
+//!   (`spawn`, `await`, …, `surface`) every shell installs, and the agent
+//!   forms (`service`, `service-handle`, `detach`) a host installs with
+//!   [`Shell::enable_agent_forms`].
 //!
 //! Cargo feature `fault-injection` (off by default) adds the `__panic`
 //! builtin so tests can reach the panic checkpoint.
@@ -43,7 +45,7 @@ pub use turn::{
     STATUS_TYPE,
 };
 
-pub use workers::WorkerRegistry;
+pub use workers::{AgentForms, WorkerRegistry};
 
 pub use ral_syntax::render::Color;
 pub use ral_syntax::{Diagnostic, SourceId, SourceMap};

@@ -71,7 +71,10 @@ use crate::turn::{
     Capabilities, Captured, Settled, StaticDiagnostics, SurfaceSink, TurnIo, TurnReport,
     TurnRequest, STATUS_PANICKED, STATUS_PARSE, STATUS_TIMED_OUT, STATUS_TYPE,
 };
-use crate::workers::{install_worker_builtins, TurnSurface, WorkerRegistry};
+use crate::workers::{
+    install_agent_forms, install_worker_builtins, AgentForms, TurnSurface, WatchOutput,
+    WatchStream, WorkerRegistry,
+};
 
 /// A persistent ral session. `Send`, so a host may drive it from a worker
 /// thread; one thread at a time holds `&mut Shell`.
@@ -91,6 +94,91 @@ struct LocalState {
     bindings: BindingLedger,
     /// Written by worker threads and the reaper too (its own locks).
     workers: Arc<WorkerRegistry>,
+    /// The ambient streams `watch` lines share with the machine (see
+    /// [`Shell::set_stdout`]); `None` for the process's own.
+    ambient_out: Option<SharedSink>,
+    ambient_err: Option<SharedSink>,
+}
+
+/// An ambient stream the machine and the `watch` output both write to.
+type SharedSink = Arc<std::sync::Mutex<Ambient>>;
+
+/// What a host handed [`Shell::set_stdout`] or [`Shell::set_stderr`], held
+/// where worker threads can reach it.
+enum Ambient {
+    Buffer(Vec<u8>),
+    Writer(Box<dyn std::io::Write + Send>),
+}
+
+impl std::fmt::Debug for Ambient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Ambient::Buffer(b) => f.debug_tuple("Buffer").field(&b.len()).finish(),
+            Ambient::Writer(_) => f.write_str("Writer(..)"),
+        }
+    }
+}
+
+impl Ambient {
+    fn write_all(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        match self {
+            Ambient::Buffer(b) => {
+                b.extend_from_slice(bytes);
+                Ok(())
+            }
+            Ambient::Writer(w) => w.write_all(bytes),
+        }
+    }
+}
+
+/// The machine's side of a shared ambient stream.
+struct AmbientWriter(SharedSink);
+
+impl std::io::Write for AmbientWriter {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        lock_ambient(&self.0).write_all(bytes)?;
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        match &mut *lock_ambient(&self.0) {
+            Ambient::Buffer(_) => Ok(()),
+            Ambient::Writer(w) => w.flush(),
+        }
+    }
+}
+
+/// Locks an ambient stream, recovering it from a writer that panicked.
+fn lock_ambient(s: &SharedSink) -> std::sync::MutexGuard<'_, Ambient> {
+    s.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// `out` as the machine holds it, and the shared sink behind it (`None`
+/// for [`Stdout::Inherit`]).
+fn share(out: Stdout) -> (Stdout, Option<SharedSink>) {
+    let ambient = match out {
+        Stdout::Inherit => return (Stdout::Inherit, None),
+        Stdout::Buffer(b) => Ambient::Buffer(b),
+        Stdout::Writer(w) => Ambient::Writer(w),
+    };
+    let sink = Arc::new(std::sync::Mutex::new(ambient));
+    (
+        Stdout::Writer(Box::new(AmbientWriter(sink.clone()))),
+        Some(sink),
+    )
+}
+
+/// What the host handed in, back out of the machine's `held` stream.
+fn unshare(held: Stdout, sink: Option<SharedSink>) -> Stdout {
+    let Some(sink) = sink else {
+        return held;
+    };
+    drop(held);
+    let ambient = std::mem::replace(&mut *lock_ambient(&sink), Ambient::Buffer(Vec::new()));
+    match ambient {
+        Ambient::Buffer(b) => Stdout::Buffer(b),
+        Ambient::Writer(w) => Stdout::Writer(w),
+    }
 }
 
 /// The session state at one moment: the VM's scope and dynamic context and
@@ -165,6 +253,8 @@ impl Default for Shell {
             local: LocalState {
                 bindings: BindingLedger::default(),
                 workers,
+                ambient_out: None,
+                ambient_err: None,
             },
             last_source: None,
         }
@@ -437,14 +527,87 @@ impl Shell {
     }
 
     /// Replaces the ambient standard output ([`TurnIo::Inherit`] turns write
-    /// there); returns the previous one.
+    /// there); returns the previous one, as it was handed in (a buffer with
+    /// everything written to it since).
+    ///
+    /// `watch` lines follow the ambient streams: a watch worker's framed
+    /// stdout lines go to the ambient standard output and its stderr lines
+    /// to the ambient standard error, whichever turn is running (a turn's
+    /// capture never holds them, §11.5). To do that the shell keeps a
+    /// buffer or writer it is given behind a lock the machine and the
+    /// registry's watch output share
+    /// ([`WorkerRegistry::set_watch_output`], which this calls; a host
+    /// that wants watch lines elsewhere sets that afterwards: the last
+    /// call wins). [`Stdout::Inherit`] means the process's own streams for
+    /// both.
     pub fn set_stdout(&mut self, out: Stdout) -> Stdout {
-        std::mem::replace(&mut self.vm.stdout, out)
+        let (held, sink) = share(out);
+        let old = std::mem::replace(&mut self.vm.stdout, held);
+        let old_sink = std::mem::replace(&mut self.local.ambient_out, sink);
+        // Re-pointed first, so no watch line reaches the old sink after
+        // it is handed back.
+        self.follow_ambient();
+        unshare(old, old_sink)
     }
 
-    /// Replaces the ambient standard error; returns the previous one.
+    /// Replaces the ambient standard error; returns the previous one. As
+    /// [`Shell::set_stdout`], for `watch` stderr lines.
     pub fn set_stderr(&mut self, err: Stdout) -> Stdout {
-        std::mem::replace(&mut self.vm.stderr, err)
+        let (held, sink) = share(err);
+        let old = std::mem::replace(&mut self.vm.stderr, held);
+        let old_sink = std::mem::replace(&mut self.local.ambient_err, sink);
+        self.follow_ambient();
+        unshare(old, old_sink)
+    }
+
+    /// Points the registry's watch output at the ambient streams.
+    fn follow_ambient(&self) {
+        let (out, err) = (
+            self.local.ambient_out.clone(),
+            self.local.ambient_err.clone(),
+        );
+        if out.is_none() && err.is_none() {
+            self.local.workers.set_watch_output(None);
+            return;
+        }
+        let output: WatchOutput = Arc::new(move |stream: WatchStream, line: &[u8]| {
+            let sink = match stream {
+                WatchStream::Stdout => &out,
+                WatchStream::Stderr => &err,
+            };
+            // A failed write has nowhere to be reported (the worker that
+            // wrote the line is not waiting on it): the line is dropped.
+            let _ = match sink {
+                Some(s) => {
+                    let mut a = lock_ambient(s);
+                    a.write_all(line).and_then(|()| match &mut *a {
+                        Ambient::Buffer(_) => Ok(()),
+                        Ambient::Writer(w) => w.flush(),
+                    })
+                }
+                None => {
+                    use std::io::Write;
+                    match stream {
+                        WatchStream::Stdout => {
+                            let mut o = std::io::stdout().lock();
+                            o.write_all(line).and_then(|()| o.flush())
+                        }
+                        WatchStream::Stderr => std::io::stderr().lock().write_all(line),
+                    }
+                }
+            };
+        });
+        self.local.workers.set_watch_output(Some(output));
+    }
+
+    /// Installs the agent forms `forms` selects (spec §11.5): `service`
+    /// and `service-handle`, and `detach` with its birth budget. See
+    /// [`AgentForms`]. A shell has none of them until this is called.
+    /// Every machine the shell runs (its workers' included) sees them.
+    /// An error means the builtin table and the host disagree (a build
+    /// inconsistency).
+    pub fn enable_agent_forms(&mut self, forms: AgentForms) -> Result<(), String> {
+        install_agent_forms(&mut self.vm, &self.local.workers, forms)
     }
 
     /// The last turn that got past the front end: its source and id, for
@@ -562,7 +725,11 @@ impl Shell {
 
 impl Drop for Shell {
     /// Ends the session's work: every running worker is cancelled and
-    /// waited for, for a bounded time ([`WorkerRegistry::shutdown`]).
+    /// waited for, for a bounded time ([`WorkerRegistry::shutdown`]). A
+    /// worker running a program tears down the program's process group
+    /// as it stops: `SIGTERM`, a grace of 200 ms, then `SIGKILL`.
+    /// Processes started by `detach` are not the session's and keep
+    /// running.
     fn drop(&mut self) {
         self.local.workers.shutdown();
     }

@@ -50,15 +50,31 @@ pub fn parse(src: &str, source: SourceId) -> Parsed {
     with_stack(|| parse_on_this_stack(src, source))
 }
 
-/// Runs `f` with at least [`PHASE_STACK`] bytes of stack available, switching
-/// to a fresh segment only when the current one is short. Later phases that
-/// recurse over the tree use this too.
+/// Runs `f` with at least [`RED_ZONE`] bytes of stack available, switching
+/// to a fresh [`PHASE_STACK`] segment only when the current one has less.
+/// Later phases that recurse over the tree use this too.
+///
+/// The red zone is what the deepest input the front end accepts needs in a
+/// debug build (nesting is capped at 64 levels and 128 operators a level
+/// before the grammar runs; `syntax/tests/stack_budget.rs` pins it), so a
+/// caller with a normal 8 MiB main-thread stack runs in place: mapping and
+/// faulting in a fresh segment on every call was a large share of a
+/// trivial turn.
 pub fn with_stack<R>(f: impl FnOnce() -> R) -> R {
-    stacker::maybe_grow(PHASE_STACK / 4, PHASE_STACK, f)
+    stacker::maybe_grow(RED_ZONE, PHASE_STACK, f)
 }
 
-/// The stack a front-end phase may use (virtual; pages are touched only as needed).
-pub const PHASE_STACK: usize = 256 * 1024 * 1024;
+/// The stack the front end needs at most (see [`with_stack`]): debug
+/// builds' frames are several times larger than optimised ones.
+pub const RED_ZONE: usize = if cfg!(debug_assertions) {
+    16 * 1024 * 1024
+} else {
+    2 * 1024 * 1024
+};
+
+/// The segment [`with_stack`] maps when the caller's stack is short
+/// (virtual; pages are touched only as needed).
+pub const PHASE_STACK: usize = 64 * 1024 * 1024;
 
 fn parse_on_this_stack(src: &str, source: SourceId) -> Parsed {
     let lexed = lexer::lex(src, source);

@@ -305,6 +305,28 @@ impl Vm {
         }
     }
 
+    /// Records an `exit n` on its way out of the program and returns the
+    /// failure that carries it past builtins (the loop turns it into
+    /// [`Escape::Exit`]).
+    pub(crate) fn request_exit(&mut self, status: i32) -> Failure {
+        self.pending_exit = Some(status);
+        Failure::error("exit")
+    }
+
+    /// Whether `name` runs here: the VM's registry or a host builtin.
+    pub fn has_builtin(&self, name: &str) -> bool {
+        match ral_types::builtin_table().id(name) {
+            Some(id) => {
+                by_table_id(id).is_some()
+                    || self
+                        .host_builtins
+                        .get(usize::from(id.0))
+                        .is_some_and(Option::is_some)
+            }
+            None => false,
+        }
+    }
+
     /// Installs the implementation of a builtin the host provides. `name`
     /// must be in `ral_types::builtin_table()` (so the checker knows its
     /// type) and not implemented by this crate's registry.

@@ -188,7 +188,8 @@ pub fn run(
         Plan::Direct(s) => s,
         Plan::Pump => Stdio::piped(),
     });
-    if launch.own_group {
+    let launch_own_group = launch.own_group;
+    if launch_own_group {
         cmd.process_group(0);
     }
     // The cwd is checked first so a vanished directory is not reported as
@@ -218,6 +219,18 @@ pub fn run(
         Ok(status) => status,
         Err(f) => return Err(with_cmd(f, name)),
     };
+    // A program sharing ral's terminal receives the terminal's keys itself:
+    // its death by Ctrl-C or Ctrl-\ is the user cancelling the run (§8.10,
+    // lent-terminal keys), not a failure of the program.
+    if !launch_own_group {
+        match status.signal() {
+            Some(libc::SIGINT) => {
+                return Err(with_cmd(Failure::cancelled(Cause::Interrupted), name))
+            }
+            Some(libc::SIGQUIT) => return Err(with_cmd(Failure::cancelled(Cause::Aborted), name)),
+            _ => {}
+        }
+    }
     status_result(name, status)
 }
 

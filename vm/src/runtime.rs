@@ -9,11 +9,17 @@
 //!
 //! A bare head that is not a binding (the checker and lowering settled that)
 //! is looked up, in order: named handlers of the `within` frames, innermost
-//! first, skipping masked frames; the base handler (`echo`); catch-all
+//! first, skipping masked frames; the base handlers (`echo`, then any base
+//! handler row of the builtin table the host registered with
+//! [`Vm::register_host_builtin`], such as exarch's `detach`); catch-all
 //! handlers, innermost first; then `PATH`. A handler runs with its whole
 //! frame masked (§9.6), so a handler for `git` that runs `git` reaches the
 //! next frame out, or the program. Handlers get the arguments rendered to
-//! text as one `[String]`; a catch-all also gets the name.
+//! text as one `[String]`; a catch-all also gets the name. The command's
+//! value is the handler's (a base handler such as `detach` returns a
+//! record; the checker holds every arm for it to the same scheme), `()` for
+//! `echo` and a program. [`Vm::intercepts`] says whether a bare name would
+//! be taken by a handler or a base handler rather than reach `PATH`.
 //!
 //! # Pipelines (§7.1, §7.6)
 //!
@@ -192,13 +198,14 @@ impl Vm {
 
     // ---- commands ----
 
-    /// Runs a command head with its argument list (see the module docs).
+    /// Runs a command head with its argument list (see the module docs);
+    /// the command's value.
     pub(crate) fn exec_command(
         &mut self,
         mode: ExecMode,
         head: &Value,
         args: &Value,
-    ) -> Result<(), Escape> {
+    ) -> Result<Value, Escape> {
         let Value::List(items) = args else {
             return Err(Failure::error("command arguments are not a list").into());
         };
@@ -211,18 +218,47 @@ impl Vm {
             ExecMode::External => {
                 let name = head.as_str().unwrap_or_default().to_owned();
                 self.run_external_named(&name, rendered)
+                    .map(|()| Value::Unit)
                     .map_err(Escape::from)
             }
             ExecMode::Path => {
                 let path = crate::display::to_text(head);
                 let full = self.expand_path(&path);
                 self.run_program(&path, full, rendered)
+                    .map(|()| Value::Unit)
                     .map_err(Escape::from)
             }
         }
     }
 
-    fn dispatch_name(&mut self, name: &str, args: Vec<String>) -> Result<(), Escape> {
+    /// Whether dispatching the bare head `name` here would reach a handler
+    /// (a named arm or a catch-all of an unmasked frame, aliases included)
+    /// or a base handler, rather than a program found on `PATH`: the
+    /// refusal test of `detach` (§11.5, §9.4).
+    pub fn intercepts(&self, name: &str) -> bool {
+        let frames = &self.mobile.context.handlers;
+        let handled = frames.iter().enumerate().any(|(i, frame)| {
+            if self.masked.contains(&i) {
+                return false;
+            }
+            let (named, catch_all) = frame_parts(frame);
+            catch_all.is_some() || named.is_some_and(|r| r.get(name).is_some())
+        });
+        handled || BASE_HANDLERS.contains(&name) || self.host_base_handler(name).is_some()
+    }
+
+    /// The table id of `name` when it is a base handler the host
+    /// registered (not one this VM implements).
+    fn host_base_handler(&self, name: &str) -> Option<u16> {
+        let table = ral_types::builtin_table();
+        let b = table.get(name)?;
+        let registered = b.kind == ral_types::BuiltinKind::BaseHandler
+            && !BASE_HANDLERS.contains(&name)
+            && self.has_builtin(name);
+        registered.then(|| table.id(name).map(|id| id.0)).flatten()
+    }
+
+    fn dispatch_name(&mut self, name: &str, args: Vec<String>) -> Result<Value, Escape> {
         let frames = self.mobile.context.handlers.clone();
         // Named handlers, innermost first.
         for (i, frame) in frames.iter().enumerate().rev() {
@@ -237,7 +273,19 @@ impl Vm {
             }
         }
         if BASE_HANDLERS.contains(&name) {
-            return self.base_handler(name, &args).map_err(Escape::from);
+            return self
+                .base_handler(name, &args)
+                .map(|()| Value::Unit)
+                .map_err(Escape::from);
+        }
+        if let Some(id) = self.host_base_handler(name) {
+            // A base handler takes its arguments as one list (§11.5).
+            let list = Value::list(args.into_iter().map(Value::str).collect());
+            let handler = Value::Func(Arc::new(Func::Builtin {
+                id,
+                applied: Box::new([]),
+            }));
+            return self.call_value(handler, vec![list]);
         }
         for (i, frame) in frames.iter().enumerate().rev() {
             if self.masked.contains(&i) {
@@ -248,15 +296,17 @@ impl Vm {
                 return self.run_handler(i, h.clone(), vec![Value::str(name), list]);
             }
         }
-        self.run_external_named(name, args).map_err(Escape::from)
+        self.run_external_named(name, args)
+            .map(|()| Value::Unit)
+            .map_err(Escape::from)
     }
 
-    /// Runs a handler of frame `i` with that frame masked.
-    fn run_handler(&mut self, i: usize, h: Value, args: Vec<Value>) -> Result<(), Escape> {
+    /// Runs a handler of frame `i` with that frame masked; its value.
+    fn run_handler(&mut self, i: usize, h: Value, args: Vec<Value>) -> Result<Value, Escape> {
         self.masked.push(i);
         let r = self.call_value(h, args);
         self.masked.pop();
-        r.map(|_| ())
+        r
     }
 
     fn base_handler(&mut self, name: &str, args: &[String]) -> Result<(), Failure> {

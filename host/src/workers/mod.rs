@@ -2,7 +2,9 @@
 //! builtins over it (`spawn`, `await`, `poll`, `race`, `cancel`, `par`,
 //! `is-done`, `watch`) plus `surface`, installed by
 //! [`install_worker_builtins`] (or, without `watch`, by
-//! [`install_core_worker_builtins`]).
+//! [`install_core_worker_builtins`]); and the agent forms of §11.5
+//! (`service`, `service-handle`, `detach`), installed on request by
+//! [`install_agent_forms`] (see [`AgentForms`]).
 //!
 //! # Completion is a control-flow fact
 //!
@@ -72,11 +74,39 @@
 //! ([`WorkerRegistry::set_watch_output`], the process streams by default)
 //! and leaves its completion buffers empty.
 //!
+//! # Agent forms
+//!
+//! - `service description block` is a `spawn` worker (buffered output,
+//!   deferred surface) born with no idle lease and no backstop whatever
+//!   the policy says, so neglect never reaps it; its nested spawns inherit
+//!   that. It still takes a seat under the cap, is listed (class
+//!   `service`) with its description, and ends on `cancel`, shutdown or
+//!   process exit. `service-handle wN` hands back the handle of a service
+//!   still in the registry (running, or settled and unobserved).
+//! - `detach description command args…` (a base handler: one argument
+//!   list) starts a program in a new session with its standard streams on
+//!   `/dev/null`, in the caller's logical directory and environment, and
+//!   returns the receipt `[pid: Int, desc: String]`; the process is never
+//!   registered and no teardown reaches it (see `detach.rs`). It is
+//!   refused when a grant layer says `detach: false`, when the session's
+//!   birth budget ([`WorkerRegistry::detach_births`]) is spent (only
+//!   successful births count; shared by every worker of the session, never
+//!   replenished), when the command names a head a handler or base handler
+//!   would intercept (`^name` or a path runs the program itself), and when
+//!   the exec grant does not admit the program.
+//!
+//! # Teardown
+//!
 //! [`WorkerRegistry::shutdown`] cancels every running worker and waits a
 //! bounded time for their threads to stop. Cancellation is the worker
 //! machine's cancel flag: the loop polls it at calls, backward jumps and
 //! builtin entry, and the process runtime watches it while an external
-//! program runs, terminating the program's process group.
+//! program runs (every 50 ms at most) and terminates the program's process
+//! group: `SIGTERM` to the group, a grace of 200 ms, then `SIGKILL` to the
+//! group, and the program is reaped. Worker machines always start their
+//! programs in process groups of their own, so this reaches everything a
+//! worker started and nothing else. Detached processes are in sessions of
+//! their own and are never signalled.
 //!
 //! # Locks
 //!
@@ -87,9 +117,14 @@
 //! `settle_gen` while holding a worker's lock, and nothing takes
 //! `settle_gen` while holding `inner`. Host callbacks (the turn sink, the
 //! watch output) are always called with no lock held, except the
-//! watch-line lock that serialises framed lines.
+//! watch-line lock that serialises framed lines. The watch-line lock is
+//! taken before the table lock (never after), so replacing the watch
+//! output waits for a line in flight. The detach ledger's lock is a leaf:
+//! held across one process birth, with no other lock taken under it.
 
+mod agent;
 mod builtins;
+mod detach;
 mod pins;
 mod state;
 #[cfg(test)]
@@ -106,6 +141,7 @@ use std::time::{Duration, Instant};
 
 use ral_vm::{Cause, Escape, Failure, Handle, Stdin, Stdout, Value, Vm};
 
+pub use agent::{install_agent_forms, AgentForms, DETACH_BIRTHS};
 pub use builtins::{install_core_worker_builtins, install_worker_builtins};
 pub use pins::handle_is_running;
 pub use state::CancelCause;
@@ -205,7 +241,7 @@ pub struct WorkerInfo {
     /// `wN`.
     pub id: String,
     pub description: String,
-    /// `spawn`, `watch` or `par`.
+    /// `spawn`, `watch`, `par` or `service`.
     pub class: &'static str,
     pub started: Instant,
     pub status: WorkerStatus,
@@ -238,6 +274,8 @@ enum Birth<'a> {
     Spawn,
     Watch(&'a str),
     Par,
+    /// A service, with its description.
+    Service(&'a str),
 }
 
 /// The outcome of waiting on some workers.
@@ -279,12 +317,20 @@ struct Inner {
     reaper: bool,
 }
 
+/// The session's `detach` births: the budget and how many succeeded.
+#[derive(Clone, Copy, Debug, Default)]
+struct DetachLedger {
+    budget: u32,
+    births: u32,
+}
+
 /// A shell's workers: see the module docs.
 pub struct WorkerRegistry {
     inner: Mutex<Inner>,
     settle_gen: Mutex<u64>,
     settled: Condvar,
     watch_lock: Mutex<()>,
+    detach: Mutex<DetachLedger>,
 }
 
 impl Default for WorkerRegistry {
@@ -339,6 +385,7 @@ impl WorkerRegistry {
             settle_gen: Mutex::new(0),
             settled: Condvar::new(),
             watch_lock: Mutex::new(()),
+            detach: Mutex::new(DetachLedger::default()),
         }
     }
 
@@ -403,8 +450,69 @@ impl WorkerRegistry {
     }
 
     /// Where `watch` lines go (`None`: the process's stdout and stderr).
+    /// Waits for a line being written to finish; once it returns, no line
+    /// goes to the previous output. (So `out` must not call it.)
+    /// [`crate::Shell::set_stdout`] and [`crate::Shell::set_stderr`] call
+    /// it to follow the ambient streams; the last call wins.
     pub fn set_watch_output(&self, out: Option<WatchOutput>) {
+        let _serial = lock(&self.watch_lock);
         lock(&self.inner).watch_output = out;
+    }
+
+    /// The `detach` ledger: `(births, budget)`, the successful births so
+    /// far and how many the session allows (0 of 0 when `detach` was never
+    /// installed).
+    pub fn detach_births(&self) -> (u32, u32) {
+        let d = *lock(&self.detach);
+        (d.births, d.budget)
+    }
+
+    /// Sets the `detach` budget; the births already made still count.
+    fn set_detach_budget(&self, budget: u32) {
+        lock(&self.detach).budget = budget;
+    }
+
+    /// Runs `birth` as one `detach` birth under the budget: refused (with
+    /// the budget) when it is spent; counted only when `birth` succeeds.
+    /// The ledger stays locked across the birth, so concurrent births
+    /// cannot overshoot.
+    fn detach_birth<T>(&self, birth: impl FnOnce() -> Result<T, Failure>) -> Result<T, Failure> {
+        let mut ledger = lock(&self.detach);
+        if ledger.births >= ledger.budget {
+            return Err(Failure::error(format!(
+                "the session's detach budget is spent: {} of {} births used, and it is not \
+                 replenished; use `service` or `spawn` for work the session may own",
+                ledger.births, ledger.budget
+            )));
+        }
+        let out = birth()?;
+        ledger.births = ledger.births.saturating_add(1);
+        Ok(out)
+    }
+
+    /// The handle of the service `id` (`wN`) while it is in the registry.
+    fn service_handle(&self, id: &str) -> Result<Value, Failure> {
+        let n = id
+            .strip_prefix('w')
+            .and_then(|n| n.parse::<u64>().ok())
+            .filter(|_| !id.starts_with("w+"))
+            .ok_or_else(|| {
+                Failure::error(format!(
+                    "`{id}` is not a worker id: ids look like `w3` (see the host's listing)"
+                ))
+            })?;
+        let w = lock(&self.inner).entries.get(&n).cloned();
+        match w {
+            Some(w) if w.class == Class::Service => Ok(handle_value(&w)),
+            Some(w) => Err(Failure::error(format!(
+                "worker {id} is a `{}` worker, not a service: only services are recovered by id",
+                w.class.name()
+            ))),
+            None => Err(Failure::error(format!(
+                "no service {id} in this session: no worker has that id, or it was awaited, \
+                 cancelled or reaped"
+            ))),
+        }
     }
 
     /// Advances the registry's turn clock (the host calls it once per
@@ -607,8 +715,10 @@ impl WorkerRegistry {
 
     /// Writes one framed watch line to the durable output, whole.
     fn watch_line(&self, stream: WatchStream, line: &[u8]) {
-        let out = lock(&self.inner).watch_output.clone();
+        // The line lock first: the output read under it is the one
+        // `set_watch_output` cannot replace until this line is written.
         let _serial = lock(&self.watch_lock);
+        let out = lock(&self.inner).watch_output.clone();
         match out {
             Some(out) => out(stream, line),
             None => {
@@ -659,9 +769,11 @@ impl WorkerRegistry {
             }
             inner.next_id += 1;
             let id = inner.next_id;
-            let limits = match &parent {
-                Some(p) => p.limits,
-                None => Limits {
+            let limits = match (&birth, &parent) {
+                // Exempt from neglect-based reaping, wherever it is born.
+                (Birth::Service(_), _) => Limits::default(),
+                (_, Some(p)) => p.limits,
+                (_, None) => Limits {
                     idle: inner.policy.idle,
                     backstop: inner.policy.detached_limit,
                 },
@@ -670,6 +782,7 @@ impl WorkerRegistry {
                 Birth::Spawn => (Class::Spawn, describe_spawn(vm, &func)),
                 Birth::Watch(label) => (Class::Watch, format!("watch '{label}'")),
                 Birth::Par => (Class::Par, "par item".to_owned()),
+                Birth::Service(desc) => (Class::Service, desc.to_owned()),
             };
             let w = Arc::new(Worker::new(
                 id,
@@ -700,7 +813,7 @@ impl WorkerRegistry {
         machine.own_process_groups = true;
         machine.cancel_cause = worker.cancel_cause.clone();
         match birth {
-            Birth::Spawn => {
+            Birth::Spawn | Birth::Service(_) => {
                 machine.stdout = Stdout::Writer(Box::new(BufferWriter {
                     worker: worker.clone(),
                     stream: Stream::Out,

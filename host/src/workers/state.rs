@@ -33,6 +33,9 @@ pub(crate) enum Class {
     Watch,
     /// An item of `par`: output discarded (par returns only values).
     Par,
+    /// `service`: buffered like `spawn`, with no idle lease and no
+    /// backstop (§11.5).
+    Service,
 }
 
 impl Class {
@@ -41,6 +44,7 @@ impl Class {
             Class::Spawn => "spawn",
             Class::Watch => "watch",
             Class::Par => "par",
+            Class::Service => "service",
         }
     }
 }

@@ -90,3 +90,20 @@ mod tests {
         assert!(call("fail", &[Value::Int(3)]).is_err());
     }
 }
+
+/// `exit n` (and `quit n`) as a value applied at run time: the same escape
+/// the compiled `exit` op raises (§8.8), which no `try` or `?` catches.
+pub fn exit(ctx: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
+    let n = super::int_arg(args, 0)?;
+    let status = i32::try_from(n).unwrap_or(if n < 0 { i32::MIN } else { i32::MAX });
+    match ctx.vm() {
+        Some(vm) => Err(vm.request_exit(status)),
+        None => Err(Failure::error("exit needs a running machine")),
+    }
+}
+
+/// `diverges`: the internal name that inhabits every type. Reaching it at
+/// run time is a bug in the program's construction, reported as a failure.
+pub fn diverges(_: &mut dyn Ctx, _: &[Value]) -> Result<Value, Failure> {
+    Err(Failure::error("reached `diverges`, which has no value"))
+}
