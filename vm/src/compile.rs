@@ -271,6 +271,7 @@ impl<'a, 'm> FnCx<'a, 'm> {
         cx.release(mark);
         // `r0` is read by `Return` of an arity-0 empty body at least.
         cx.proto.n_regs = cx.proto.n_regs.max(1);
+        cx.proto.clear = clear_list(&cx.proto);
         Ok(cx.proto)
     }
 
@@ -306,6 +307,7 @@ impl<'a, 'm> FnCx<'a, 'm> {
         cx.emit(Op::Return { src: r });
         cx.release(mark);
         cx.proto.n_regs = cx.proto.n_regs.max(1);
+        cx.proto.clear = clear_list(&cx.proto);
         let mut stages = self.m.stages.borrow_mut();
         let index = self.m.base as usize + self.m.module.funcs.len() + stages.len();
         stages.push((self.root, cx.proto));
@@ -1306,6 +1308,58 @@ fn imm(op: ArithOp, n: i64) -> Option<i16> {
         ArithOp::Sub => n.checked_neg().and_then(|m| i16::try_from(m).ok()),
         ArithOp::Mul | ArithOp::Div | ArithOp::Rem => None,
     }
+}
+
+/// The registers that may hold a heap value when a frame of `p` returns:
+/// its parameters and the destinations of its non-scalar ops. `None` (clear
+/// everything) when the code has an op that writes registers in ways this
+/// does not follow (patterns, handlers' error records, collections, …).
+fn clear_list(p: &Proto) -> Option<Box<[u8]>> {
+    let mut regs: Vec<u8> = (0..p.n_params).collect();
+    for op in &p.code {
+        match op {
+            Op::LoadInt { .. }
+            | Op::LoadBool { .. }
+            | Op::LoadUnit { .. }
+            | Op::AddIntK { .. }
+            | Op::LtIntK { .. }
+            | Op::LeIntK { .. }
+            | Op::GtIntK { .. }
+            | Op::GeIntK { .. }
+            | Op::AddInt { .. }
+            | Op::SubInt { .. }
+            | Op::MulInt { .. }
+            | Op::DivInt { .. }
+            | Op::RemInt { .. }
+            | Op::AddFloat { .. }
+            | Op::SubFloat { .. }
+            | Op::MulFloat { .. }
+            | Op::DivFloat { .. }
+            | Op::RemFloat { .. }
+            | Op::LtInt { .. }
+            | Op::LeInt { .. }
+            | Op::LtFloat { .. }
+            | Op::LeFloat { .. }
+            | Op::Jump { .. }
+            | Op::JumpIfFalse { .. }
+            | Op::JumpIfNotLtIntK { .. }
+            | Op::JumpIfNotLeIntK { .. }
+            | Op::JumpIfNotGtIntK { .. }
+            | Op::JumpIfNotGeIntK { .. }
+            | Op::JumpIfNotLtInt { .. }
+            | Op::JumpIfNotLeInt { .. }
+            | Op::Return { .. } => {}
+            Op::Copy { dst, .. }
+            | Op::LoadConst { dst, .. }
+            | Op::GetGlobal { dst, .. }
+            | Op::LoadCapture { dst, .. }
+            | Op::CallGlobal { dst, .. } => regs.push(dst.0),
+            _ => return None,
+        }
+    }
+    regs.sort_unstable();
+    regs.dedup();
+    Some(regs.into_boxed_slice())
 }
 
 /// The register an instruction writes and nothing else, for the ops whose

@@ -47,15 +47,12 @@
 //!
 //! # Not yet supported
 //!
-//! These compile to [`Op::Unsupported`], which fails with a message naming
-//! the feature: external commands and command dispatch (`Exec`; of the
-//! base handlers only `echo` without redirects runs, as [`Op::Echo`]),
-//! `within`, `grant`, `audit`, `guard`,
-//! pipelines, redirects, and a recursive-group member referenced from a
-//! block nested inside a member. Builtins not in this crate's registry
-//! (host and prelude ones) fail when called. `Ctx::call` does not yet
-//! capture a command body's output (§14.2). There is no fuel accounting
-//! yet (STYLE §3.9); the cancel flag is the only stop point.
+//! `audit` compiles to [`Op::Unsupported`], which fails with a message
+//! naming the feature (spec/deviations.md S7); so does a recursive-group
+//! member referenced from a function outside the group, which the lowering
+//! does not produce. There is no fuel accounting (STYLE §3.9); the cancel
+//! flag is the only stop point. The process runtime, redirects, pipelines,
+//! `within`, `grant` and `use` are in [`crate::runtime`].
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -717,22 +714,8 @@ impl Vm {
                 return Ok(Some(value));
             };
             let base = frame.base as usize;
-            let n = self
-                .protos
-                .get(frame.proto as usize)
-                .map_or(0, |p| usize::from(p.n_regs));
-            let end = (base + n).min(self.regs.len());
-            if let Some(window) = self.regs.get_mut(base..end) {
-                // Scalars hold no resources and are left in place (a later
-                // write of the same kind then overwrites just the payload).
-                for r in window {
-                    if !matches!(
-                        r,
-                        Value::Unit | Value::Bool(_) | Value::Int(_) | Value::Float(_)
-                    ) {
-                        *r = Value::Unit;
-                    }
-                }
+            if let Some(p) = self.protos.get(frame.proto as usize).cloned() {
+                clear_window(&mut self.regs, base, &p);
             }
             if self.frames.len() <= stop {
                 return Ok(Some(value));
@@ -1679,15 +1662,7 @@ impl Vm {
                     // Fast path: no leftover arguments and a caller in this
                     // run; otherwise `do_return` handles it.
                     if fi > stop && self.frames[fi].extra.is_none() {
-                        let end = (base + usize::from(proto.n_regs)).min(self.regs.len());
-                        for r in &mut self.regs[base..end] {
-                            if !matches!(
-                                r,
-                                Value::Unit | Value::Bool(_) | Value::Int(_) | Value::Float(_)
-                            ) {
-                                *r = Value::Unit;
-                            }
-                        }
+                        clear_window(&mut self.regs, base, proto);
                         let ret = self.frames[fi].ret;
                         self.frames.pop();
                         reload!();
@@ -1953,6 +1928,43 @@ fn unavailable_builtin(id: u16) -> Failure {
         .entry(ral_types::BuiltinId(id))
         .map_or("?", |b| b.name);
     Failure::error(format!("builtin `{name}` is not available in this VM yet"))
+}
+
+/// Drops the heap values a returning frame of `proto` left in its window
+/// (`regs[base..]`), so they die promptly and unshared buffers stay
+/// unshared. Scalars hold no resources and are left in place (a later
+/// write of the same kind then overwrites just the payload). Only the
+/// registers the compiler found may hold heap values are visited when it
+/// could tell ([`Proto::clear`]).
+#[inline(always)]
+fn clear_window(regs: &mut [Value], base: usize, proto: &Proto) {
+    let heap = |r: &Value| {
+        !matches!(
+            r,
+            Value::Unit | Value::Bool(_) | Value::Int(_) | Value::Float(_)
+        )
+    };
+    match &proto.clear {
+        Some(list) => {
+            for &i in list.iter() {
+                if let Some(r) = regs.get_mut(base + usize::from(i)) {
+                    if heap(r) {
+                        *r = Value::Unit;
+                    }
+                }
+            }
+        }
+        None => {
+            let end = (base + usize::from(proto.n_regs)).min(regs.len());
+            if let Some(window) = regs.get_mut(base..end) {
+                for r in window {
+                    if heap(r) {
+                        *r = Value::Unit;
+                    }
+                }
+            }
+        }
+    }
 }
 
 /// The cause stored as `Cause as u8` in [`Vm::cancel_cause`].

@@ -169,11 +169,22 @@ impl fmt::Debug for Failure {
 
 impl fmt::Display for Failure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // A message that already names its command (`git exited with
+        // status 1`, `command not found: gti`) is not prefixed again.
         match &self.info.cmd {
-            Some(cmd) => write!(f, "{cmd}: {}", self.info.message),
-            None => f.write_str(&self.info.message),
+            Some(cmd) if !mentions(&self.info.message, cmd) => {
+                write!(f, "{cmd}: {}", self.info.message)
+            }
+            Some(_) | None => f.write_str(&self.info.message),
         }
     }
+}
+
+/// Whether `message` names `cmd` as a word of its own.
+fn mentions(message: &str, cmd: &str) -> bool {
+    message
+        .split(|c: char| c.is_whitespace() || c == ':' || c == '`')
+        .any(|w| w == cmd)
 }
 
 impl std::error::Error for Failure {}

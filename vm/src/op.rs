@@ -402,6 +402,10 @@ pub struct Proto {
     /// Program proto of each member of the recursive group this function
     /// belongs to (empty if none).
     pub siblings: Vec<u32>,
+    /// The registers a return must clear (those that may hold a heap value:
+    /// the parameters and what non-scalar ops write), when the compiler
+    /// could tell; `None` clears the whole window.
+    pub clear: Option<Box<[u8]>>,
     /// Parameter names for display.
     pub params: std::sync::Arc<[String]>,
     /// `spans[pc]` is the source of `code[pc]`; the loop never reads it.
