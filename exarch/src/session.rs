@@ -135,11 +135,12 @@ impl std::fmt::Debug for Session {
 /// A fresh shell with exarch's worker policy and the agent forms of spec
 /// §11.5: `service` (a worker the idle lease and the per-call backstop
 /// never reap), `service-handle`, and `detach` with [`DETACH_BIRTHS`]
-/// births per session. `watch` lines go to exarch's stderr: the host's
-/// default, the process's stdout, would land in the middle of the
-/// headless result.
+/// births per session. `watch` is removed (§11.5: a host whose capture
+/// ends with each call omits it); should a build still have it, its lines
+/// go to exarch's stderr rather than into the headless result.
 fn assemble_shell() -> Shell {
     let mut shell = Shell::new();
+    shell.disable_watch();
     if let Err(e) = shell.enable_agent_forms(AgentForms {
         service: true,
         detach_births: DETACH_BIRTHS,

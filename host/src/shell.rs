@@ -610,6 +610,14 @@ impl Shell {
         install_agent_forms(&mut self.vm, &self.local.workers, forms)
     }
 
+    /// Removes `watch` (§11.5): a host whose output capture ends with each
+    /// turn (exarch) omits it, because a worker cannot safely keep that
+    /// turn's sink. A program that names it then fails as naming a builtin
+    /// this host does not provide.
+    pub fn disable_watch(&mut self) {
+        self.vm.unregister_host_builtin("watch");
+    }
+
     /// The last turn that got past the front end: its source and id, for
     /// rendering a runtime failure with [`runtime_diagnostic`].
     pub fn last_source(&self) -> Option<(&SourceMap, SourceId)> {

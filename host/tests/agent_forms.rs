@@ -387,7 +387,6 @@ fn detach_starts_a_survivor_in_a_session_of_its_own() {
 // the value `exec_command` returns (vm/src/exec.rs sets `()` today); the
 // receipt itself is checked at the builtin in `workers::agent`'s tests.
 #[test]
-#[ignore = "needs Op::Exec in vm/src/exec.rs to keep the command's value"]
 fn detach_returns_its_receipt() {
     let dir = Scratch::new("receipt");
     let mut shell = shell();

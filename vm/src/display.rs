@@ -66,7 +66,7 @@ pub const PLAIN_MAX: f64 = 1e16;
 
 /// Appends the canonical spelling of an Int.
 pub fn write_int(out: &mut String, n: i64) {
-    let _ = write!(out, "{n}");
+    out.push_str(itoa::Buffer::new().format(n));
 }
 
 /// Appends the canonical spelling of a Float (see the module docs).

@@ -379,6 +379,16 @@ impl Vm {
         map.into_iter().collect()
     }
 
+    /// Removes a host builtin registered earlier (a host that does not
+    /// provide that form after all). Unknown names are ignored.
+    pub fn unregister_host_builtin(&mut self, name: &str) {
+        if let Some(id) = ral_types::builtin_table().id(name) {
+            if let Some(slot) = Arc::make_mut(&mut self.host_builtins).get_mut(usize::from(id.0)) {
+                *slot = None;
+            }
+        }
+    }
+
     /// Writes to the current standard error (through redirects).
     pub fn write_err(&mut self, bytes: &[u8]) -> Result<(), Failure> {
         self.write_stream(crate::io::Stream::Err, bytes)
@@ -1415,7 +1425,16 @@ impl Vm {
                 }
                 Op::Interp { dst, start, n } => {
                     let s = base + usize::from(start.0);
-                    let mut out = String::new();
+                    // Sized for the text parts plus a number or two, so
+                    // the common `"item-$i"` allocates once.
+                    let guess: usize = self.regs[s..s + usize::from(n)]
+                        .iter()
+                        .map(|v| match v {
+                            Value::Str(t) => t.len(),
+                            _ => 20,
+                        })
+                        .sum();
+                    let mut out = String::with_capacity(guess);
                     for v in &self.regs[s..s + usize::from(n)] {
                         crate::display::write_text(&mut out, v);
                     }
@@ -1737,10 +1756,13 @@ impl Vm {
                     save!();
                     let h = r!(head).clone();
                     let a = r!(args).clone();
-                    if let Err(e) = self.exec_command(mode, &h, &a) {
-                        return Err(e);
-                    }
-                    set!(dst, Value::Unit);
+                    // A command's value: `()` for programs; what a handler
+                    // or a host base handler (`detach`'s receipt) returns.
+                    let v = match self.exec_command(mode, &h, &a) {
+                        Ok(v) => v,
+                        Err(e) => return Err(e),
+                    };
+                    set!(dst, v);
                 }
                 Op::IoPush => self.io.push(crate::io::IoFrame::default()),
                 Op::Redir { fd, kind, src } => {
