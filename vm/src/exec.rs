@@ -1683,7 +1683,13 @@ impl Vm {
                     if fi > stop && self.frames[fi].extra.is_none() {
                         clear_window(&mut self.regs, base, proto);
                         let ret = self.frames[fi].ret;
-                        self.frames.pop();
+                        // A frame with no environment and no leftover
+                        // arguments owns nothing: skip its drop glue.
+                        if let Some(f) = self.frames.pop() {
+                            if f.env.is_none() && f.extra.is_none() {
+                                std::mem::forget(f);
+                            }
+                        }
                         reload!();
                         let slot = &mut self.regs[base + usize::from(ret.0)];
                         if let (Value::Int(x), Value::Int(n)) = (&mut *slot, &v) {
