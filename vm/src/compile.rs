@@ -381,6 +381,8 @@ impl<'a, 'm> FnCx<'a, 'm> {
                 | Op::JumpIfNotGtIntK { target, .. }
                 | Op::JumpIfNotGeIntK { target, .. }
                 | Op::JumpIfNotLtInt { target, .. }
+                | Op::JumpIfNotEqIntK { target, .. }
+                | Op::JumpIfNotNeIntK { target, .. }
                 | Op::JumpIfNotLeInt { target, .. }
                 | Op::JumpIfNotTag { target, .. }
                 | Op::PushTry { target, .. }
@@ -407,16 +409,44 @@ impl<'a, 'm> FnCx<'a, 'm> {
     /// `src`, nothing jumps here, and `src` is read nowhere else, that
     /// instruction writes `dst` directly and the copy disappears.
     fn fold_copy(&mut self, dst: Reg, src: Reg) -> bool {
-        if !self.single_use(src) || self.labels.contains(&self.here()) {
+        if !self.single_use(src) {
             return false;
         }
-        match self.proto.code.last_mut().and_then(dst_of) {
-            Some(d) if *d == src => {
-                *d = dst;
-                true
+        // Look back a few instructions in straight-line code for the one
+        // that wrote `src`; what lies between must neither read nor write
+        // `dst` (it would see or clobber the early write), and nothing may
+        // jump into the stretch.
+        let here = self.proto.code.len();
+        for back in 1..=4usize {
+            let Some(i) = here.checked_sub(back) else {
+                return false;
+            };
+            let entered = (i + 1..=here)
+                .any(|pc| u32::try_from(pc).is_ok_and(|pc| self.labels.contains(&pc)));
+            if entered {
+                return false;
             }
-            _ => false,
+            let writes_src = self
+                .proto
+                .code
+                .get_mut(i)
+                .and_then(dst_of)
+                .is_some_and(|d| *d == src);
+            if writes_src {
+                let between_ok = self.proto.code[i + 1..here]
+                    .iter()
+                    .all(|op| simple_regs(op).is_some_and(|rs| !rs.contains(&Some(dst))));
+                if !between_ok {
+                    return false;
+                }
+                if let Some(d) = self.proto.code.get_mut(i).and_then(dst_of) {
+                    *d = dst;
+                    return true;
+                }
+                return false;
+            }
         }
+        false
     }
 
     /// Emits `if not r[cond] goto 0` (patched later), fusing it with the
@@ -440,6 +470,16 @@ impl<'a, 'm> FnCx<'a, 'm> {
                     target: 0,
                 }),
                 Some(Op::GeIntK { dst, lhs, k }) if *dst == cond => Some(Op::JumpIfNotGeIntK {
+                    lhs: *lhs,
+                    k: *k,
+                    target: 0,
+                }),
+                Some(Op::EqIntK { dst, lhs, k }) if *dst == cond => Some(Op::JumpIfNotEqIntK {
+                    lhs: *lhs,
+                    k: *k,
+                    target: 0,
+                }),
+                Some(Op::NeIntK { dst, lhs, k }) if *dst == cond => Some(Op::JumpIfNotNeIntK {
                     lhs: *lhs,
                     k: *k,
                     target: 0,
@@ -903,6 +943,21 @@ impl<'a, 'm> FnCx<'a, 'm> {
                     (OrdKind::Generic, false) => Op::Le { dst, lhs, rhs },
                 });
             }
+            Expr::Equal {
+                lhs,
+                rhs: Operand::Const(Const::Int(n)),
+                negate,
+            } if i16::try_from(*n).is_ok() => {
+                // Equality with an Int literal: the checker made both
+                // sides Ints.
+                let lhs = self.operand_reg(lhs)?;
+                let k = i16::try_from(*n).unwrap_or_default();
+                self.emit(if *negate {
+                    Op::NeIntK { dst, lhs, k }
+                } else {
+                    Op::EqIntK { dst, lhs, k }
+                });
+            }
             Expr::Equal { lhs, rhs, negate } => {
                 let lhs = self.operand_reg(lhs)?;
                 let rhs = self.operand_reg(rhs)?;
@@ -1326,6 +1381,10 @@ fn clear_list(p: &Proto) -> Option<Box<[u8]>> {
             | Op::LeIntK { .. }
             | Op::GtIntK { .. }
             | Op::GeIntK { .. }
+            | Op::EqIntK { .. }
+            | Op::NeIntK { .. }
+            | Op::JumpIfNotEqIntK { .. }
+            | Op::JumpIfNotNeIntK { .. }
             | Op::AddInt { .. }
             | Op::SubInt { .. }
             | Op::MulInt { .. }
@@ -1362,6 +1421,42 @@ fn clear_list(p: &Proto) -> Option<Box<[u8]>> {
     Some(regs.into_boxed_slice())
 }
 
+/// Every register a simple straight-line instruction reads or writes, for
+/// the copy-folding peephole; `None` for any other instruction.
+fn simple_regs(op: &Op) -> Option<[Option<Reg>; 3]> {
+    Some(match *op {
+        Op::LoadInt { dst, .. }
+        | Op::LoadConst { dst, .. }
+        | Op::LoadBool { dst, .. }
+        | Op::LoadUnit { dst }
+        | Op::GetGlobal { dst, .. }
+        | Op::LoadCapture { dst, .. } => [Some(dst), None, None],
+        Op::Copy { dst, src } => [Some(dst), Some(src), None],
+        Op::AddIntK { dst, lhs, .. }
+        | Op::LtIntK { dst, lhs, .. }
+        | Op::LeIntK { dst, lhs, .. }
+        | Op::GtIntK { dst, lhs, .. }
+        | Op::GeIntK { dst, lhs, .. }
+        | Op::EqIntK { dst, lhs, .. }
+        | Op::NeIntK { dst, lhs, .. } => [Some(dst), Some(lhs), None],
+        Op::AddInt { dst, lhs, rhs }
+        | Op::SubInt { dst, lhs, rhs }
+        | Op::MulInt { dst, lhs, rhs }
+        | Op::DivInt { dst, lhs, rhs }
+        | Op::RemInt { dst, lhs, rhs }
+        | Op::AddFloat { dst, lhs, rhs }
+        | Op::SubFloat { dst, lhs, rhs }
+        | Op::MulFloat { dst, lhs, rhs }
+        | Op::DivFloat { dst, lhs, rhs }
+        | Op::RemFloat { dst, lhs, rhs }
+        | Op::LtInt { dst, lhs, rhs }
+        | Op::LeInt { dst, lhs, rhs }
+        | Op::LtFloat { dst, lhs, rhs }
+        | Op::LeFloat { dst, lhs, rhs } => [Some(dst), Some(lhs), Some(rhs)],
+        _ => return None,
+    })
+}
+
 /// The register an instruction writes and nothing else, for the ops whose
 /// destination a peephole may redirect (pure computations and calls, whose
 /// result is written when they return).
@@ -1379,6 +1474,8 @@ fn dst_of(op: &mut Op) -> Option<&mut Reg> {
         | Op::LeIntK { dst, .. }
         | Op::GtIntK { dst, .. }
         | Op::GeIntK { dst, .. }
+        | Op::EqIntK { dst, .. }
+        | Op::NeIntK { dst, .. }
         | Op::AddInt { dst, .. }
         | Op::SubInt { dst, .. }
         | Op::MulInt { dst, .. }

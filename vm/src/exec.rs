@@ -1073,7 +1073,14 @@ impl Vm {
                 let a = base + usize::from(args.0);
                 for i in 0..usize::from(argc) {
                     let v = std::mem::take(&mut self.regs[a + i]);
-                    self.regs[base + i] = v;
+                    let old = std::mem::replace(&mut self.regs[base + i], v);
+                    // Scalars need no drop: skip the out-of-line glue.
+                    if matches!(
+                        old,
+                        Value::Unit | Value::Bool(_) | Value::Int(_) | Value::Float(_)
+                    ) {
+                        std::mem::forget(old);
+                    }
                 }
                 let need = base + usize::from(protos[p as usize].n_regs);
                 if self.regs.len() < need {
@@ -1298,6 +1305,18 @@ impl Vm {
                         pc = target as usize;
                     }
                 }
+                Op::JumpIfNotEqIntK { lhs, k, target } => {
+                    if !tri!(int_of(&r!(lhs)).map(|a| a == i64::from(k))) {
+                        pc = target as usize;
+                    }
+                }
+                Op::JumpIfNotNeIntK { lhs, k, target } => {
+                    if !tri!(int_of(&r!(lhs)).map(|a| a != i64::from(k))) {
+                        pc = target as usize;
+                    }
+                }
+                Op::EqIntK { dst, lhs, k } => int_k_cmp!(dst, lhs, k, ==),
+                Op::NeIntK { dst, lhs, k } => int_k_cmp!(dst, lhs, k, !=),
                 Op::JumpIfNotLtInt { lhs, rhs, target } => {
                     let b = match (&r!(lhs), &r!(rhs)) {
                         (Value::Int(a), Value::Int(b)) => a < b,

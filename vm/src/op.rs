@@ -159,6 +159,11 @@ pub enum Op {
     Le { dst: Reg, lhs: Reg, rhs: Reg },
     /// `r[dst] := r[lhs] == r[rhs]` (structural).
     Eq { dst: Reg, lhs: Reg, rhs: Reg },
+    /// `r[dst] := r[lhs] == k` (an Int known to be compared with an Int
+    /// literal).
+    EqIntK { dst: Reg, lhs: Reg, k: i16 },
+    /// `r[dst] := r[lhs] != k` (Ints).
+    NeIntK { dst: Reg, lhs: Reg, k: i16 },
     /// `r[dst] := r[lhs] != r[rhs]` (structural).
     Ne { dst: Reg, lhs: Reg, rhs: Reg },
 
@@ -175,6 +180,10 @@ pub enum Op {
     JumpIfNotGtIntK { lhs: Reg, k: i16, target: u32 },
     /// `if not (r[lhs] >= k) then pc := target` (Ints).
     JumpIfNotGeIntK { lhs: Reg, k: i16, target: u32 },
+    /// `if not (r[lhs] == k) then pc := target` (Ints).
+    JumpIfNotEqIntK { lhs: Reg, k: i16, target: u32 },
+    /// `if not (r[lhs] != k) then pc := target` (Ints).
+    JumpIfNotNeIntK { lhs: Reg, k: i16, target: u32 },
     /// `if not (r[lhs] < r[rhs]) then pc := target` (Ints).
     JumpIfNotLtInt { lhs: Reg, rhs: Reg, target: u32 },
     /// `if not (r[lhs] <= r[rhs]) then pc := target` (Ints).
@@ -465,6 +474,10 @@ impl Op {
             Op::JumpIfNotGtIntK { .. } => "jump-if-not-gt-int-k",
             Op::JumpIfNotGeIntK { .. } => "jump-if-not-ge-int-k",
             Op::JumpIfNotLtInt { .. } => "jump-if-not-lt-int",
+            Op::JumpIfNotEqIntK { .. } => "jump-if-not-eq-int-k",
+            Op::JumpIfNotNeIntK { .. } => "jump-if-not-ne-int-k",
+            Op::EqIntK { .. } => "eq-int-k",
+            Op::NeIntK { .. } => "ne-int-k",
             Op::JumpIfNotLeInt { .. } => "jump-if-not-le-int",
             Op::JumpIfNotTag { .. } => "jump-if-not-tag",
             Op::Payload { .. } => "payload",
@@ -585,14 +598,18 @@ impl Op {
             | Op::LtIntK { dst, lhs, k }
             | Op::LeIntK { dst, lhs, k }
             | Op::GtIntK { dst, lhs, k }
-            | Op::GeIntK { dst, lhs, k } => (format!("{}, {}, {k}", r(dst), r(lhs)), none()),
+            | Op::GeIntK { dst, lhs, k }
+            | Op::EqIntK { dst, lhs, k }
+            | Op::NeIntK { dst, lhs, k } => (format!("{}, {}, {k}", r(dst), r(lhs)), none()),
             Op::Arith { dst, lhs, rhs, op } => (format!("{}, {op:?}", bin(dst, lhs, rhs)), none()),
             Op::Jump { target } => (format!("@{target}"), none()),
             Op::JumpIfFalse { cond, target } => (format!("{}, @{target}", r(cond)), none()),
             Op::JumpIfNotLtIntK { lhs, k, target }
             | Op::JumpIfNotLeIntK { lhs, k, target }
             | Op::JumpIfNotGtIntK { lhs, k, target }
-            | Op::JumpIfNotGeIntK { lhs, k, target } => {
+            | Op::JumpIfNotGeIntK { lhs, k, target }
+            | Op::JumpIfNotEqIntK { lhs, k, target }
+            | Op::JumpIfNotNeIntK { lhs, k, target } => {
                 (format!("{}, {k}, @{target}", r(lhs)), none())
             }
             Op::JumpIfNotLtInt { lhs, rhs, target } | Op::JumpIfNotLeInt { lhs, rhs, target } => {
