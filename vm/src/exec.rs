@@ -2037,11 +2037,13 @@ fn int_of(v: &Value) -> Result<i64, Failure> {
 
 #[cold]
 fn kind_error(expected: &str, got: &Value) -> Failure {
+    crate::failure::note_backstop();
     Failure::error(format!("expected {expected}, got {}", got.kind_name()))
 }
 
 #[cold]
 fn kind_error2(expected: &str, a: &Value, b: &Value) -> Failure {
+    crate::failure::note_backstop();
     Failure::error(format!(
         "expected {expected}, got {} and {}",
         a.kind_name(),

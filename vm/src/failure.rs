@@ -189,6 +189,23 @@ fn mentions(message: &str, cmd: &str) -> bool {
 
 impl std::error::Error for Failure {}
 
+/// How many times, in this process, a run-time kind check behind the
+/// checker fired (an operand of a kind the checker should have ruled out).
+/// A sound checker keeps it at zero on checked programs; the golden
+/// harness asserts that.
+static BACKSTOPS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Counts one kind-check backstop firing (see [`backstops`]).
+#[cold]
+pub fn note_backstop() {
+    BACKSTOPS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// How many kind-check backstops have fired in this process.
+pub fn backstops() -> u64 {
+    BACKSTOPS.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 const _: () = assert!(std::mem::size_of::<Failure>() == 8);
 
 #[cfg(test)]

@@ -220,6 +220,7 @@ fn indent(text: &str) -> String {
 
 #[test]
 fn golden_scripts() {
+    let backstops_before = ral_vm::failure::backstops();
     let files = golden_files();
     assert!(!files.is_empty(), "no golden files found");
     let mut failures = Vec::new();
@@ -266,6 +267,13 @@ fn golden_scripts() {
         failures.join("\n")
     );
     eprintln!("{total} golden cases passed");
+    // Whatever the checker accepted never reached a run-time kind check:
+    // those checks are a backstop behind a sound checker, not a behaviour.
+    let fired = ral_vm::failure::backstops() - backstops_before;
+    assert_eq!(
+        fired, 0,
+        "{fired} run-time kind checks fired on checked golden programs"
+    );
 }
 
 #[test]

@@ -1040,3 +1040,21 @@ fn reading_a_definition_that_has_not_run_fails_clearly() {
     let msg = fail_message(run(&module(vec![main, f1], 0, &["g"])).1);
     assert!(msg.contains("not defined"), "{msg}");
 }
+
+/// Hand-built IR can do what the checker forbids: an Int arithmetic op on
+/// a String. The VM fails cleanly and counts the backstop the golden
+/// harness requires to stay silent on checked programs.
+#[test]
+fn an_ill_kinded_operand_is_a_counted_backstop_failure() {
+    let before = ral_vm::failure::backstops();
+    let main = func(
+        0,
+        "main",
+        vec![],
+        1,
+        block(vec![st(Some(0), arith(ArithOp::Add, int(1), s("x")))], l(0)),
+    );
+    let msg = fail_message(run(&module(vec![main], 0, &[])).1);
+    assert!(msg.contains("expected"), "{msg}");
+    assert!(ral_vm::failure::backstops() > before);
+}

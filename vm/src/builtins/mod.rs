@@ -318,6 +318,7 @@ pub fn by_table_id(id: ral_types::BuiltinId) -> Option<&'static BuiltinDef> {
 // ---- argument access (a backstop behind the checker) ----
 
 pub(crate) fn wrong(expected: &str, got: &Value) -> Failure {
+    crate::failure::note_backstop();
     Failure::error(format!("expected {expected}, got {}", got.kind_name()))
 }
 

@@ -114,7 +114,7 @@ fn execute(name: &str, text: &str, args: Vec<String>, color: Color) -> u8 {
     shell.set_args(Arc::from(args));
     // Without the watcher the default SIGINT disposition still ends the
     // process; the run just loses its cooperative teardown.
-    let _interrupts = match Interrupts::install(
+    let interrupts = match Interrupts::install(
         shell.cancel_handle(),
         Profile::Batch {
             force_exit_at: FORCE_EXIT_AT,
@@ -143,5 +143,12 @@ fn execute(name: &str, text: &str, args: Vec<String>, color: Color) -> u8 {
         } => eprint!("{}", render_failure(f, &shell, color)),
         TurnReport::Ran { .. } => {}
     }
-    clamp_status(report.status())
+    let status = clamp_status(report.status());
+    // The process is about to exit: waking and joining the watcher thread
+    // (a socket write and a futex wait, most of `ral -c ''`'s run time) buys
+    // nothing. The shell itself is still dropped, so its workers' process
+    // groups are torn down.
+    drop(shell);
+    std::mem::forget(interrupts);
+    status
 }
