@@ -720,7 +720,7 @@ impl Vm {
             .map_err(|f| Failure::new(f.status, format!("use: {}", f.message), f.reason))?;
         let text = std::fs::read_to_string(&file)
             .map_err(|e| Failure::error(format!("use: cannot read {}: {e}", file.display())))?;
-        let module = compile_module_text(&file, &text)?;
+        let (module, text) = compile_module_text(&file, &text)?;
         self.use_chain.push(real);
         let r = self.run_module_scoped(&module, &text);
         self.use_chain.pop();
@@ -877,8 +877,9 @@ impl Vm {
 }
 
 /// Parses, checks and lowers a module's text; errors are rendered against
-/// the module's own text (status 2 for syntax, 1 for types, §16.3).
-fn compile_module_text(file: &Path, text: &str) -> Result<ral_ir::Module, Failure> {
+/// the module's own text (status 2 for syntax, 1 for types, §16.3). Also
+/// returns the text as the spans index it (line endings normalised).
+fn compile_module_text(file: &Path, text: &str) -> Result<(ral_ir::Module, String), Failure> {
     use ral_syntax::render::{render_all, Color};
     let mut sources = ral_syntax::SourceMap::new();
     let id = sources.add(file.display().to_string(), text);
@@ -899,7 +900,8 @@ fn compile_module_text(file: &Path, text: &str) -> Result<ral_ir::Module, Failur
             format!("use: {}\n{shown}", file.display()),
         ));
     }
-    Ok(ral_ir::lower(&parsed.program, &checked, id))
+    let module = ral_ir::lower(&parsed.program, &checked, id);
+    Ok((module, sources.text(id).to_owned()))
 }
 
 fn display_name(p: &Path) -> String {
@@ -910,7 +912,11 @@ fn display_name(p: &Path) -> String {
 
 /// 1-based line and column of byte `at`.
 fn line_col(text: &str, at: usize) -> (usize, usize) {
-    let before = &text[..at.min(text.len())];
+    let mut at = at.min(text.len());
+    while !text.is_char_boundary(at) {
+        at -= 1;
+    }
+    let before = &text[..at];
     let line = before.matches('\n').count() + 1;
     let col = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
     (line, col)
