@@ -683,6 +683,16 @@ impl Vm {
             if h.frame > self.frames.len() {
                 continue;
             }
+            // The run's own cancellation is never recovered by `try` or `?`
+            // (§8.4, §8.6): it passes them by, and only a `guard`'s cleanup
+            // runs on its way out. (A failure that merely reports a
+            // cancelled handle, with this run not cancelled, is ordinary.)
+            if !h.guard
+                && matches!(failure.reason, Reason::Cancelled(_))
+                && self.mobile.context.cancel.load(Ordering::Relaxed)
+            {
+                continue;
+            }
             self.frames.truncate(h.frame);
             self.restore_depths(h.depth);
             if h.guard {

@@ -134,3 +134,27 @@ fn a_redirect_of_a_failing_block_leaves_no_temporary_file() {
     assert_eq!(leftovers.len(), 1, "temporary file left behind");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn try_and_fallback_do_not_recover_a_cancellation_but_guard_cleans_up() {
+    let module = compile(
+        "let before = 1\nguard { try { sleep 30 } { |e| echo caught } ? echo fallback } { echo cleanup }\nlet after = 2",
+    );
+    let mut vm = machine();
+    let out = ral_vm::SharedBuf::default();
+    vm.stdout = Stdout::Writer(Box::new(out.clone()));
+    let flag = vm.mobile.context.cancel.clone();
+    let setter = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(300));
+        flag.store(true, Ordering::Relaxed);
+    });
+    let r = vm.run_module(&module);
+    setter.join().unwrap();
+    assert!(
+        matches!(&r, Err(RunError::Escape(Escape::Fail(f))) if matches!(f.reason, Reason::Cancelled(_))),
+        "{r:?}"
+    );
+    assert_eq!(String::from_utf8(out.take()).unwrap(), "cleanup\n");
+    assert_eq!(vm.mobile.scope.get_named("before"), Some(&Value::Int(1)));
+    assert_eq!(vm.mobile.scope.get_named("after"), None);
+}
