@@ -502,3 +502,20 @@ fn the_wall_stops_a_blocking_external_command() {
     assert_eq!(shell.get("before"), Some(&Value::Int(1)));
     assert!(shell.get("after").is_none());
 }
+
+#[test]
+fn a_failure_inside_an_earlier_turns_function_is_placed_at_this_turns_call() {
+    let mut shell = Shell::default();
+    assert_eq!(turn(&mut shell, "let f = { |x| $[$x / 0] }").status(), 0);
+    let r = turn(
+        &mut shell,
+        "let padding = 'some text to shift offsets'\nlet y = f 3",
+    );
+    let f = failure(&r);
+    let shown = render_failure(&f, &shell, Color::Never);
+    assert!(shown.contains("division by zero"), "{shown}");
+    // The underline is on this turn's call, line 2, not on an offset of
+    // the earlier turn's text.
+    assert!(shown.contains(":2:9"), "{shown}");
+    assert!(shown.contains("let y = f 3"), "{shown}");
+}

@@ -180,6 +180,8 @@ pub struct Vm {
     pub grants: Vec<Arc<crate::caps::Layer>>,
     /// Failures held by `guard` handlers for `Reraise`.
     stash: Vec<Failure>,
+    /// The first proto of the current top-level turn's code.
+    turn_base: u32,
     /// Protos to retire once their `main` has run (see [`Vm::retire`]).
     run_once: Vec<(u32, Vec<u32>)>,
     /// The empty proto retired entries point at.
@@ -251,6 +253,7 @@ impl Vm {
             grants: Vec::new(),
             base_grants: 0,
             use_chain: Vec::new(),
+            turn_base: 0,
             run_once: Vec::new(),
             tombstone: Arc::new(Proto::default()),
             stash: Vec::new(),
@@ -289,6 +292,7 @@ impl Vm {
             grants: self.grants.clone(),
             base_grants: self.grants.len(),
             use_chain: self.use_chain.clone(),
+            turn_base: self.turn_base,
             run_once: Vec::new(),
             tombstone: self.tombstone.clone(),
             stash: Vec::new(),
@@ -419,6 +423,10 @@ impl Vm {
                 return Err(e);
             }
         };
+        if self.frames.is_empty() {
+            // A top-level load: this turn's code starts here (see `locate`).
+            self.turn_base = base;
+        }
         Arc::make_mut(&mut self.protos).extend(compiled.protos.into_iter().map(Arc::new));
         let mut once = compiled.main_stages;
         once.push(compiled.main);
@@ -587,12 +595,23 @@ impl Vm {
             let at = (fr.pc as usize).checked_sub(1)?;
             p.spans.get(at).copied()
         };
-        f.span = self.frames.last().and_then(site);
-        f.trace = self
-            .frames
+        // Spans index the source of the turn that compiled them; a host
+        // renders against the current turn's. So the failure is placed at
+        // the innermost frame of the current turn's code (when the failing
+        // operation is in a function an earlier turn defined, that is the
+        // call in this turn that led there), and the trace lists only call
+        // sites in this turn's code.
+        let current = |fr: &Frame| fr.proto >= self.turn_base;
+        let innermost = self.frames.iter().rposition(current);
+        f.span = innermost.and_then(|i| self.frames.get(i)).and_then(site);
+        let upto = innermost.map_or(0, |i| i + 1);
+        f.trace = self.frames[..upto.min(self.frames.len())]
             .windows(2)
             .rev()
             .filter_map(|w| {
+                if !current(&w[0]) {
+                    return None;
+                }
                 let span = site(&w[0])?;
                 let name = self
                     .protos
