@@ -519,3 +519,14 @@ fn a_failure_inside_an_earlier_turns_function_is_placed_at_this_turns_call() {
     assert!(shown.contains(":2:9"), "{shown}");
     assert!(shown.contains("let y = f 3"), "{shown}");
 }
+
+#[test]
+fn a_failure_in_the_last_statements_call_keeps_this_turns_site() {
+    // The last statement's call is not a tail call at top level, so the
+    // turn's frame is still there to place the failure.
+    let mut shell = Shell::default();
+    assert_eq!(turn(&mut shell, "let g = { |x| $[$x / 0] }").status(), 0);
+    let f = failure(&turn(&mut shell, "let yy = 1; g 2"));
+    let shown = render_failure(&f, &shell, Color::Never);
+    assert!(shown.contains(":1:13"), "{shown}");
+}

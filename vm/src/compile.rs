@@ -256,7 +256,10 @@ impl<'a, 'm> FnCx<'a, 'm> {
             local_reg,
             next: u16::from(next),
             consts: HashMap::new(),
-            no_tail: 0,
+            // A turn's top-level code makes no tail calls: its frame stays,
+            // so a failure deeper down is placed at this turn's call (the
+            // depth a top-level call saves is one frame).
+            no_tail: u32::from(f.id == m.module.main),
             labels: std::collections::HashSet::new(),
             reg_uses,
             root: f.id,
