@@ -54,8 +54,7 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use ral_vm::op::Op;
-use ral_vm::{Func, Handle, SlotId, Value, Vm};
+use ral_vm::{Handle, SlotId, Value, Vm};
 
 /// The policy a host arms: how many turns a binding may go without
 /// interest before a prune removes it.
@@ -232,96 +231,11 @@ impl BindingLedger {
 /// gives up.
 const REFS_BUDGET: usize = 1_000_000;
 
-/// The session slots `value`'s code may read: the global reads of every
-/// proto reachable from it (closures it is or holds, closures their code
-/// makes, recursive-group siblings, pipeline stage protos, constants),
-/// stopping at the slots themselves (what *they* read is recorded when
-/// they were installed). `None` past the budget.
+/// The session slots `value`'s code may read ([`ral_vm::reach`]), stopping
+/// at the slots themselves (what *they* read is recorded when they were
+/// installed). `None` past the budget.
 pub(crate) fn global_refs(vm: &Vm, value: &Value) -> Option<HashSet<SlotId>> {
-    let mut slots = HashSet::new();
-    let mut seen_protos: HashSet<u32> = HashSet::new();
-    let mut values: Vec<&Value> = vec![value];
-    let mut protos: Vec<u32> = Vec::new();
-    let mut budget = REFS_BUDGET;
-    let mut enqueue = |p: u32, protos: &mut Vec<u32>| {
-        if seen_protos.insert(p) {
-            protos.push(p);
-        }
-    };
-    loop {
-        if let Some(v) = values.pop() {
-            budget = budget.checked_sub(1)?;
-            match v {
-                Value::Func(f) => match &**f {
-                    Func::Closure {
-                        proto, captures, ..
-                    } => {
-                        values.extend(captures.iter());
-                        enqueue(*proto, &mut protos);
-                    }
-                    Func::Partial { head, applied } => {
-                        if let Func::Closure {
-                            proto, captures, ..
-                        } = &**head
-                        {
-                            values.extend(captures.iter());
-                            enqueue(*proto, &mut protos);
-                        }
-                        values.extend(applied.iter());
-                    }
-                    Func::Builtin { applied, .. } => values.extend(applied.iter()),
-                },
-                Value::List(items) => values.extend(items.iter()),
-                Value::Record(r) => values.extend(r.values().iter()),
-                Value::Variant(var) => values.extend(var.payload.as_ref()),
-                Value::Unit
-                | Value::Bool(_)
-                | Value::Int(_)
-                | Value::Float(_)
-                | Value::Str(_)
-                | Value::Bytes(_)
-                | Value::Handle(_) => {}
-            }
-        } else if let Some(p) = protos.pop() {
-            let Some(proto) = vm.proto(p) else { continue };
-            budget = budget.checked_sub(proto.code.len() + 1)?;
-            for op in &proto.code {
-                match proto_or_slot(op) {
-                    Some(Ref::Slot(s)) => {
-                        slots.insert(SlotId(s));
-                    }
-                    Some(Ref::Proto(q)) => enqueue(q, &mut protos),
-                    None => {}
-                }
-            }
-            for s in &proto.siblings {
-                enqueue(*s, &mut protos);
-            }
-            values.extend(proto.consts.iter());
-        } else {
-            return Some(slots);
-        }
-    }
-}
-
-enum Ref {
-    Slot(u32),
-    Proto(u32),
-}
-
-/// The session slot an instruction reads or the proto it refers to.
-// Every other instruction works on registers, constants, captures and
-// siblings; an instruction added later that reads a session slot or names
-// a proto must be listed here.
-#[allow(clippy::wildcard_enum_match_arm)]
-fn proto_or_slot(op: &Op) -> Option<Ref> {
-    match op {
-        Op::GetGlobal { slot, .. }
-        | Op::CallGlobal { slot, .. }
-        | Op::TailCallGlobal { slot, .. } => Some(Ref::Slot(*slot)),
-        Op::MakeClosure { proto, .. } | Op::PipeStage { proto } => Some(Ref::Proto(*proto)),
-        _ => None,
-    }
+    ral_vm::reach::global_slots(vm, [value], false, REFS_BUDGET)
 }
 
 /// Whether `value` structurally reaches a handle whose work is still

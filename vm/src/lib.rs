@@ -30,6 +30,7 @@ pub mod io;
 pub mod op;
 pub mod process;
 pub mod quote;
+pub mod reach;
 pub mod runtime;
 pub mod session;
 pub mod value;

@@ -422,6 +422,30 @@ pub struct Proto {
 }
 
 impl Op {
+    /// The session slot this instruction reads, if it reads one.
+    // Every other instruction works on registers, constants, captures and
+    // siblings; an instruction added later that reads a session slot must
+    // be listed here.
+    #[allow(clippy::wildcard_enum_match_arm)]
+    pub fn global_slot(&self) -> Option<u32> {
+        match self {
+            Op::GetGlobal { slot, .. }
+            | Op::CallGlobal { slot, .. }
+            | Op::TailCallGlobal { slot, .. } => Some(*slot),
+            _ => None,
+        }
+    }
+
+    /// The program proto this instruction names (a closure it makes, a
+    /// pipeline stage it starts), if any.
+    #[allow(clippy::wildcard_enum_match_arm)]
+    pub fn proto_ref(&self) -> Option<u32> {
+        match self {
+            Op::MakeClosure { proto, .. } | Op::PipeStage { proto } => Some(*proto),
+            _ => None,
+        }
+    }
+
     /// The instruction's mnemonic.
     pub fn mnemonic(&self) -> &'static str {
         match self {

@@ -5,8 +5,7 @@
 
 use std::collections::HashSet;
 
-use ral_vm::op::Op;
-use ral_vm::{Func, Handle, SlotId, Value, Vm};
+use ral_vm::{Handle, SlotId, Value, Vm};
 
 use super::state::lock;
 use super::{state::Phase, worker_of};
@@ -33,7 +32,7 @@ pub(crate) fn referenced_names(vm: &Vm, func: &Value, args: &[Value]) -> Vec<Str
         Some(slots) if slots.is_empty() => return Vec::new(),
         Some(slots) => scope
             .names()
-            .filter(|n| scope.lookup(n).is_some_and(|s| slots.contains(&s.0)))
+            .filter(|n| scope.lookup(n).is_some_and(|s| slots.contains(&s)))
             .map(str::to_owned)
             .collect(),
         None => scope.names().map(str::to_owned).collect(),
@@ -42,87 +41,8 @@ pub(crate) fn referenced_names(vm: &Vm, func: &Value, args: &[Value]) -> Vec<Str
     names
 }
 
-/// The global slots reachable from `func` and `args`; `None` past the
-/// budget.
-fn referenced_slots(vm: &Vm, func: &Value, args: &[Value]) -> Option<HashSet<u32>> {
-    let mut slots: HashSet<u32> = HashSet::new();
-    let mut seen_protos: HashSet<u32> = HashSet::new();
-    let mut values: Vec<Value> = Vec::with_capacity(args.len() + 1);
-    values.push(func.clone());
-    values.extend(args.iter().cloned());
-    let mut protos: Vec<u32> = Vec::new();
-    let mut budget = WALK_BUDGET;
-    loop {
-        if let Some(v) = values.pop() {
-            budget = budget.checked_sub(1)?;
-            match v {
-                Value::Func(f) => match &*f {
-                    Func::Closure {
-                        proto, captures, ..
-                    } => {
-                        values.extend(captures.iter().cloned());
-                        if seen_protos.insert(*proto) {
-                            protos.push(*proto);
-                        }
-                    }
-                    Func::Builtin { applied, .. } => values.extend(applied.iter().cloned()),
-                    Func::Partial { head, applied } => {
-                        values.push(Value::Func(head.clone()));
-                        values.extend(applied.iter().cloned());
-                    }
-                },
-                Value::List(items) => values.extend(items.iter().cloned()),
-                Value::Record(r) => values.extend(r.values().iter().cloned()),
-                Value::Variant(var) => values.extend(var.payload.iter().cloned()),
-                Value::Unit
-                | Value::Bool(_)
-                | Value::Int(_)
-                | Value::Float(_)
-                | Value::Str(_)
-                | Value::Bytes(_)
-                | Value::Handle(_) => {}
-            }
-        } else if let Some(p) = protos.pop() {
-            let Some(proto) = vm.proto(p) else {
-                continue;
-            };
-            budget = budget.checked_sub(proto.code.len() + 1)?;
-            for op in &proto.code {
-                let slot = global_slot(op);
-                if let Some(slot) = slot {
-                    if slots.insert(slot) {
-                        if let Some(v) = vm.mobile.scope.get(SlotId(slot)) {
-                            values.push(v.clone());
-                        }
-                    }
-                }
-                if let Op::MakeClosure { proto, .. } = op {
-                    if seen_protos.insert(*proto) {
-                        protos.push(*proto);
-                    }
-                }
-            }
-            for s in &proto.siblings {
-                if seen_protos.insert(*s) {
-                    protos.push(*s);
-                }
-            }
-            values.extend(proto.consts.iter().cloned());
-        } else {
-            return Some(slots);
-        }
-    }
-}
-
-/// The session slot an instruction reads, if it reads one.
-// Every other instruction works on registers, constants and captures; an
-// instruction added later that reads a session slot must be listed here.
-#[allow(clippy::wildcard_enum_match_arm)]
-fn global_slot(op: &Op) -> Option<u32> {
-    match op {
-        Op::GetGlobal { slot, .. }
-        | Op::CallGlobal { slot, .. }
-        | Op::TailCallGlobal { slot, .. } => Some(*slot),
-        _ => None,
-    }
+/// The global slots reachable from `func` and `args`, following the values
+/// in those slots ([`ral_vm::reach`]); `None` past the budget.
+fn referenced_slots(vm: &Vm, func: &Value, args: &[Value]) -> Option<HashSet<SlotId>> {
+    ral_vm::reach::global_slots(vm, std::iter::once(func).chain(args), true, WALK_BUDGET)
 }
