@@ -34,7 +34,7 @@
 //! `tempdir:`, `xdg:config|data|cache|state|runtime`, `gitdir:`); relative
 //! paths are rejected. Everything is frozen when the grant is decoded.
 
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 use crate::failure::{Failure, Reason};
 use crate::value::{Record, Value};
@@ -302,7 +302,7 @@ fn expand(p: &str, env: &DecodeEnv<'_>) -> Result<PathBuf, Failure> {
             }
             None => h.join(default),
         };
-        let base = normalize(&base);
+        let base = crate::runtime::normalize(&base);
         if name != "runtime" && !base.starts_with(&h) {
             return Err(bad(format!("{var} escapes the home directory")));
         }
@@ -315,7 +315,7 @@ fn expand(p: &str, env: &DecodeEnv<'_>) -> Result<PathBuf, Failure> {
             "relative path {p:?} in a grant; write `cwd:{p}` if that is meant"
         )));
     }
-    Ok(normalize(&out))
+    Ok(crate::runtime::normalize(&out))
 }
 
 /// The enclosing repository's `.git` directory, or `cwd` outside one.
@@ -339,20 +339,6 @@ fn git_dir(cwd: &Path) -> PathBuf {
     cwd.to_path_buf()
 }
 
-fn normalize(p: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for c in p.components() {
-        match c {
-            Component::CurDir => {}
-            Component::ParentDir => {
-                out.pop();
-            }
-            other => out.push(other.as_os_str()),
-        }
-    }
-    out
-}
-
 /// The symlink-resolved path; for a path that does not exist yet, its
 /// deepest existing ancestor resolved with the rest appended.
 pub fn real(p: &Path) -> PathBuf {
@@ -374,7 +360,7 @@ pub fn real(p: &Path) -> PathBuf {
             return out;
         }
     }
-    normalize(p)
+    crate::runtime::normalize(p)
 }
 
 fn file_name(p: &Path) -> String {

@@ -223,7 +223,7 @@ impl Vm {
             }
             ExecMode::Path => {
                 let path = crate::display::to_text(head);
-                let full = self.expand_path(&path);
+                let full = self.expand_path(&path)?;
                 self.run_program(&path, full, rendered)
                     .map(|()| Value::Unit)
                     .map_err(Escape::from)
@@ -337,22 +337,10 @@ impl Vm {
         }
     }
 
-    /// `~/x` and relative paths against the logical cwd.
-    pub(crate) fn expand_path(&self, p: &str) -> PathBuf {
-        let home = self.mobile.context.var("HOME").unwrap_or_default();
-        let p = if p == "~" {
-            home
-        } else if let Some(rest) = p.strip_prefix("~/") {
-            format!("{home}/{rest}")
-        } else {
-            p.to_owned()
-        };
-        let path = Path::new(&p);
-        if path.is_absolute() {
-            path.to_path_buf()
-        } else {
-            self.cwd().join(path)
-        }
+    /// A path as every path builtin resolves it (`builtins::fs::resolve`:
+    /// the `~` and `xdg:` sigils, relative paths against the logical cwd).
+    pub(crate) fn expand_path(&self, p: &str) -> Result<PathBuf, Failure> {
+        crate::builtins::fs::resolve(self, p).map_err(|m| Failure::error(format!("{p}: {m}")))
     }
 
     fn run_program(
@@ -410,7 +398,7 @@ impl Vm {
                 Ok(())
             }
             RedirCode::Read => {
-                let path = self.expand_path(&crate::display::to_text(src));
+                let path = self.expand_path(&crate::display::to_text(src))?;
                 self.check_fs(crate::caps::FsOp::Read, &path)?;
                 let f = File::open(&path)
                     .map_err(|e| Failure::error(format!("cannot read {}: {e}", path.display())))?;
@@ -428,7 +416,7 @@ impl Vm {
                 let Some(stream) = stream else {
                     return Err(Failure::error(format!("cannot redirect descriptor {fd}")));
                 };
-                let path = self.expand_path(&crate::display::to_text(src));
+                let path = self.expand_path(&crate::display::to_text(src))?;
                 self.check_fs(crate::caps::FsOp::Write, &path)?;
                 let (file, pending) = open_output(&path, kind)?;
                 let top = self.top_io()?;
@@ -628,7 +616,7 @@ impl Vm {
         }
         let dir = match r.get("dir") {
             Some(v) => {
-                let p = normalize(&self.expand_path(&crate::display::to_text(v)));
+                let p = normalize(&self.expand_path(&crate::display::to_text(v))?);
                 if !p.is_dir() {
                     return Err(Failure::error(format!(
                         "within dir: {} is not a directory",
@@ -732,7 +720,7 @@ impl Vm {
     fn find_module(&self, path: &str) -> Result<PathBuf, Failure> {
         let p = Path::new(path);
         if p.is_absolute() || path.starts_with("~/") {
-            let full = self.expand_path(path);
+            let full = self.expand_path(path)?;
             return if full.is_file() {
                 Ok(full)
             } else {
@@ -767,9 +755,11 @@ impl Vm {
         }
         if let Some(search) = self.mobile.context.var("RAL_PATH") {
             for dir in search.split(':').filter(|d| !d.is_empty()) {
-                let cand = self.expand_path(dir).join(p);
-                if cand.is_file() {
-                    return Ok(cand);
+                if let Ok(d) = self.expand_path(dir) {
+                    let cand = d.join(p);
+                    if cand.is_file() {
+                        return Ok(cand);
+                    }
                 }
             }
         }
@@ -864,7 +854,7 @@ impl Vm {
     pub fn change_dir(&mut self, target: &str) -> Result<(), Failure> {
         let t = if target.is_empty() { "~" } else { target };
         crate::caps::check_chdir(&self.grants)?;
-        let p = normalize(&self.expand_path(t));
+        let p = normalize(&self.expand_path(t)?);
         if !p.is_dir() {
             return Err(Failure::error(format!(
                 "cd: {} is not a directory",

@@ -62,7 +62,7 @@
 
 use std::borrow::Cow;
 use std::io;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use super::{str_arg, Ctx};
@@ -169,26 +169,6 @@ pub(crate) fn resolve(ctx: &dyn Ctx, path: &str) -> Result<PathBuf, String> {
     })
 }
 
-/// `path` with `.` dropped and `..` folded into its parent, lexically; `..`
-/// at the root stays at the root.
-fn fold_dots(path: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for c in path.components() {
-        match c {
-            Component::CurDir => {}
-            Component::ParentDir => {
-                // `pop` refuses to remove the root, which is the rule.
-                out.pop();
-            }
-            Component::Prefix(_) | Component::RootDir | Component::Normal(_) => out.push(c),
-        }
-    }
-    if out.as_os_str().is_empty() {
-        out.push(Component::RootDir);
-    }
-    out
-}
-
 /// The text of `path`; a path that is not UTF-8 has none a ral `String`
 /// could carry.
 fn path_text(name: &str, path: &Path) -> Result<String, Failure> {
@@ -257,7 +237,10 @@ fn read_path_arg(ctx: &dyn Ctx, name: &str, args: &[Value]) -> Result<(String, P
 /// filesystem (§14.4). The result need not exist.
 pub fn absolute_path(ctx: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
     let (_, full) = path_arg(ctx, "absolute-path", args)?;
-    Ok(Value::str(path_text("absolute-path", &fold_dots(&full))?))
+    Ok(Value::str(path_text(
+        "absolute-path",
+        &crate::runtime::normalize(&full),
+    )?))
 }
 
 /// `resolve-path p`: the canonical path of an existing `p`, every link
@@ -372,7 +355,7 @@ fn info_record(full: &Path, name: String, path: String) -> io::Result<Value> {
 /// itself, so a dangling link is reported as a `symlink` with its target.
 pub fn file_info(ctx: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
     let (text, full) = read_path_arg(ctx, "file-info", args)?;
-    let folded = fold_dots(&full);
+    let folded = crate::runtime::normalize(&full);
     let path = path_text("file-info", &folded)?;
     let name = match folded.file_name() {
         Some(n) => n.to_string_lossy().into_owned(),
@@ -388,7 +371,7 @@ pub fn file_info(ctx: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
 pub fn list_dir(ctx: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
     let (text, full) = read_path_arg(ctx, "list-dir", args)?;
     let cannot = |e: io::Error| fail("list-dir", format!("`{text}`: {}", reason(&e)));
-    let dir = path_text("list-dir", &fold_dots(&full))?;
+    let dir = path_text("list-dir", &crate::runtime::normalize(&full))?;
     let mut names = Vec::new();
     for entry in std::fs::read_dir(&full).map_err(cannot)? {
         ctx.poll()?;
