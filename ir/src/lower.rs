@@ -1855,7 +1855,11 @@ impl<'a> Lower<'a> {
     }
 }
 
-/// Marks calls and forces in tail position of `b` (through `if` and `case`).
+/// Marks calls and forces in tail position of `b`: through `if` and `case`
+/// arms, the last alternative of a `?` chain (the earlier ones' handlers are
+/// gone when it runs) and a `try` handler (the body's handler is gone too);
+/// spec §5.7. The compiler still declines a tail call inside a frame that
+/// must outlive it (a handler, a capture, a scope).
 fn mark_tail(b: &mut Block) {
     let result = b.result.clone();
     let Some(last) = b.stmts.last_mut() else {
@@ -1879,6 +1883,12 @@ fn mark_tail(b: &mut Block) {
                 mark_tail(&mut arm.body);
             }
         }
+        Expr::Chain(alts) => {
+            if let Some(last) = alts.last_mut() {
+                mark_tail(last);
+            }
+        }
+        Expr::Try { handler, .. } => mark_tail(handler),
         Expr::Value(_)
         | Expr::Define { .. }
         | Expr::Destructure { .. }
@@ -1896,8 +1906,6 @@ fn mark_tail(b: &mut Block) {
         | Expr::Compare { .. }
         | Expr::Equal { .. }
         | Expr::Exec { .. }
-        | Expr::Chain(_)
-        | Expr::Try { .. }
         | Expr::Guard { .. }
         | Expr::Within { .. }
         | Expr::Grant { .. }

@@ -1,11 +1,20 @@
 //! IR [`Module`] → [`Proto`]s.
 //!
-//! - **Registers.** A function's parameters take `r0..`, in order (the
-//!   calling convention puts arguments there), then its other locals in id
-//!   order; temporaries sit above the locals and are released in LIFO order
-//!   (a mark/release pair, debug-asserted). `Proto::n_regs` is the
-//!   high-water mark. A call's arguments are the topmost temporaries, so the
-//!   callee's window can start at them.
+//! - **Registers.** Each local has a home ([`crate::regalloc`]): a
+//!   register shared with locals whose lives do not overlap, or a slot of
+//!   the frame's spill area when more are live at once than the budget
+//!   holds. Parameters arrive in `r0..` (the calling convention). The
+//!   compiler's temporaries sit above the home registers and are released
+//!   in LIFO order (a mark/release pair, debug-asserted); `Proto::n_regs` is
+//!   the high-water mark. A call's arguments are the topmost temporaries, so
+//!   the callee's window can start at them.
+//! - **No size limits.** A run of consecutive registers (arguments, list
+//!   items, record fields, captures, interpolation parts) is at most
+//!   `MAX_RUN` long; a longer one is built as a list and handed over whole
+//!   (`call-spread`, `make-record-list`, `make-closure-list`, chunked
+//!   `interp`). When a statement's temporaries do not fit above the homes,
+//!   the function is compiled again with a smaller home budget. Constant,
+//!   shape, capture and list-pattern indices are 32-bit.
 //! - **Constants** are deduplicated per proto; Ints that fit `i32` become
 //!   immediates.
 //! - **Typed ops** where the IR's [`NumKind`]/[`OrdKind`] fix the kind;
@@ -31,6 +40,7 @@ use ral_ir::{
 use ral_syntax::Span;
 
 use crate::op::{ArithCode, ConstIdx, ExecMode, Feature, Op, Proto, RedirCode, Reg};
+use crate::regalloc::{self, Home};
 use crate::session::{Scope, SlotId};
 use crate::value::{Keys, Value};
 
@@ -183,9 +193,12 @@ enum ConstKey {
 struct FnCx<'a, 'm> {
     m: &'a ModCx<'m>,
     proto: Proto,
-    local_reg: Vec<u8>,
+    /// Where each local lives ([`regalloc`]).
+    homes: Vec<Home>,
+    /// The spill area, when some locals live there.
+    spill: Option<regalloc::SpillArea>,
     next: u16,
-    consts: HashMap<ConstKey, u16>,
+    consts: HashMap<ConstKey, u32>,
     /// Enclosing handlers and captures in this function: no tail calls.
     no_tail: u32,
     /// Jump targets patched so far (a peephole never folds across one).
@@ -199,45 +212,78 @@ struct FnCx<'a, 'm> {
 
 type R<T> = Result<T, CompileError>;
 
+/// Home-register budgets tried in turn (see [`FnCx::compile`]).
+const HOME_BUDGETS: [u16; 3] = [192, 96, 24];
+
+/// The internal error that makes [`FnCx::compile`] retry with a smaller
+/// budget; it escapes only if the smallest budget fails too.
+const OUT_OF_REGISTERS: &str = "a statement needs more temporary registers than are left";
+
+/// The longest run of consecutive registers an instruction is given
+/// (arguments, list items, record fields, captures, interpolation parts);
+/// longer ones are built as a list instead.
+const MAX_RUN: usize = 32;
+
+/// Registers are numbered by one byte.
+const REG_LIMIT: u16 = 256;
+
 fn err<T>(msg: impl Into<String>) -> R<T> {
     Err(CompileError(msg.into()))
 }
 
 impl<'a, 'm> FnCx<'a, 'm> {
+    /// Compiles `f`, first with the full register budget for its locals'
+    /// homes and, if some statement's temporaries do not fit above them,
+    /// again with smaller budgets (more locals spill). A function of any
+    /// size compiles: at the smallest budget every temporary run is short
+    /// and the nesting of blocks is bounded by the parser.
     fn compile(m: &'a ModCx<'m>, f: &ral_ir::Func) -> R<Proto> {
-        let n_locals = f.n_locals as usize;
-        if n_locals > 200 {
-            return err(format!("{n_locals} locals in one function (limit 200)"));
-        }
-        let mut local_reg = vec![u8::MAX; n_locals];
-        let mut next = 0u8;
-        for p in &f.params {
-            let Some(slot) = local_reg.get_mut(p.0 as usize) else {
-                return err(format!("parameter l{} out of range", p.0));
-            };
-            *slot = next;
-            next += 1;
-        }
-        for r in local_reg.iter_mut() {
-            if *r == u8::MAX {
-                *r = next;
-                next += 1;
+        let mut last = None;
+        for budget in HOME_BUDGETS {
+            let stages = m.stages.borrow().len();
+            match Self::compile_with(m, f, budget) {
+                Err(e) if e.0 == OUT_OF_REGISTERS => {
+                    // Drop the stage protos of the failed attempt.
+                    m.stages.borrow_mut().truncate(stages);
+                    last = Some(e);
+                }
+                other => return other,
             }
         }
-        let mut local_uses = vec![0u32; n_locals];
+        Err(last.unwrap_or_else(|| CompileError(OUT_OF_REGISTERS.into())))
+    }
+
+    fn compile_with(m: &'a ModCx<'m>, f: &ral_ir::Func, budget: u16) -> R<Proto> {
+        let n_params = u16::try_from(f.params.len()).map_err(|_| {
+            CompileError(format!(
+                "a block of {} parameters (at most 65,535)",
+                f.params.len()
+            ))
+        })?;
+        let layout = regalloc::allocate(f, budget);
+        let n_home = layout.n_regs;
+        let mut local_uses = vec![0u32; f.n_locals as usize];
         count_block(&f.body, &mut local_uses);
-        let mut reg_uses = vec![0u32; usize::from(next)];
-        for (l, r) in local_reg.iter().enumerate() {
-            if let Some(slot) = reg_uses.get_mut(usize::from(*r)) {
-                *slot += local_uses.get(l).copied().unwrap_or(0);
+        let mut reg_uses = vec![0u32; usize::from(n_home)];
+        for (l, h) in layout.homes.iter().enumerate() {
+            if let Home::Reg(r) = h {
+                if let Some(slot) = reg_uses.get_mut(usize::from(*r)) {
+                    *slot = slot.saturating_add(local_uses.get(l).copied().unwrap_or(0));
+                }
             }
         }
-        // Parameters arrive from the caller: never fold a write into one.
+        // Parameters arrive from the caller, and the spill area is made at
+        // entry: never fold a write into either.
         for p in &f.params {
-            if let Some(r) = local_reg.get(p.0 as usize) {
+            if let Some(Home::Reg(r)) = layout.homes.get(p.0 as usize) {
                 if let Some(slot) = reg_uses.get_mut(usize::from(*r)) {
                     *slot = u32::MAX;
                 }
+            }
+        }
+        if let Some(area) = layout.spill {
+            if let Some(slot) = reg_uses.get_mut(usize::from(area.reg)) {
+                *slot = u32::MAX;
             }
         }
         let params: Vec<String> = (0..f.params.len()).map(|i| format!("p{i}")).collect();
@@ -245,16 +291,16 @@ impl<'a, 'm> FnCx<'a, 'm> {
             m,
             proto: Proto {
                 name: f.name.clone().unwrap_or_default(),
-                n_params: u8::try_from(f.params.len())
-                    .map_err(|_| CompileError("too many parameters".into()))?,
-                n_locals: next,
-                n_regs: u16::from(next),
+                n_params,
+                n_locals: u8::try_from(n_home).unwrap_or(u8::MAX),
+                n_regs: n_home,
                 siblings: m.groups.get(&f.id.0).cloned().unwrap_or_default(),
                 params: params.into(),
                 ..Proto::default()
             },
-            local_reg,
-            next: u16::from(next),
+            homes: layout.homes,
+            spill: layout.spill,
+            next: n_home,
             consts: HashMap::new(),
             // A turn's top-level code makes no tail calls: its frame stays,
             // so a failure deeper down is placed at this turn's call (the
@@ -265,6 +311,13 @@ impl<'a, 'm> FnCx<'a, 'm> {
             root: f.id,
             span: f.span,
         };
+        if let Some(area) = cx.spill {
+            cx.emit(Op::SpillEnter {
+                spill: Reg(area.reg),
+                params_from: area.params_from,
+                slots: area.slots,
+            });
+        }
         for s in &f.body.stmts {
             cx.stmt(s)?;
         }
@@ -272,8 +325,9 @@ impl<'a, 'm> FnCx<'a, 'm> {
         let r = cx.operand_reg(&f.body.result)?;
         cx.emit(Op::Return { src: r });
         cx.release(mark);
-        // `r0` is read by `Return` of an arity-0 empty body at least.
-        cx.proto.n_regs = cx.proto.n_regs.max(1);
+        // `r0` is read by `Return` of an arity-0 empty body at least; the
+        // arguments arrive in `r[0..n_params]`.
+        cx.proto.n_regs = cx.proto.n_regs.max(1).max(n_params);
         cx.proto.clear = clear_list(&cx.proto);
         Ok(cx.proto)
     }
@@ -293,7 +347,8 @@ impl<'a, 'm> FnCx<'a, 'm> {
                 params: self.proto.params.clone(),
                 ..Proto::default()
             },
-            local_reg: self.local_reg.clone(),
+            homes: self.homes.clone(),
+            spill: self.spill,
             next: u16::from(self.proto.n_locals),
             consts: HashMap::new(),
             no_tail: 0,
@@ -509,8 +564,8 @@ impl<'a, 'm> FnCx<'a, 'm> {
 
     fn temp(&mut self) -> R<Reg> {
         let r = self.next;
-        if r >= 255 {
-            return err("too many registers in one function (limit 255)");
+        if r >= REG_LIMIT {
+            return err(OUT_OF_REGISTERS);
         }
         self.next += 1;
         self.proto.n_regs = self.proto.n_regs.max(self.next);
@@ -525,23 +580,57 @@ impl<'a, 'm> FnCx<'a, 'm> {
         Ok(start)
     }
 
+    /// Whether `n` consecutive temporaries are to be used (else the values
+    /// go through a list).
+    fn fits(&self, n: usize) -> bool {
+        n <= MAX_RUN && usize::from(self.next) + n < usize::from(REG_LIMIT)
+    }
+
     fn release(&mut self, mark: u16) {
         debug_assert!(mark <= self.next, "temporaries released out of order");
         self.next = mark;
     }
 
-    fn local(&self, l: ral_ir::LocalId) -> R<Reg> {
-        match self.local_reg.get(l.0 as usize) {
-            Some(r) => Ok(Reg(*r)),
+    fn home(&self, l: ral_ir::LocalId) -> R<Home> {
+        match self.homes.get(l.0 as usize) {
+            Some(Home::Unused) => err(format!("local l{} is used but has no home", l.0)),
+            Some(h) => Ok(*h),
             None => err(format!("local l{} out of range", l.0)),
         }
+    }
+
+    fn spill_reg(&self) -> R<Reg> {
+        match self.spill {
+            Some(a) => Ok(Reg(a.reg)),
+            None => err("a spilled local in a function with no spill area"),
+        }
+    }
+
+    /// The register to write local `l` into, and the spill slot to store
+    /// it to afterwards ([`FnCx::store_def`]) when it lives there (the
+    /// register is then a fresh temporary, released by the caller's mark).
+    fn def_reg(&mut self, l: ral_ir::LocalId) -> R<(Reg, Option<u32>)> {
+        match self.home(l)? {
+            Home::Reg(r) => Ok((Reg(r), None)),
+            Home::Spill(i) => Ok((self.temp()?, Some(i))),
+            Home::Unused => err(format!("local l{} has no home", l.0)),
+        }
+    }
+
+    /// Completes a write begun with [`FnCx::def_reg`].
+    fn store_def(&mut self, src: Reg, slot: Option<u32>) -> R<()> {
+        if let Some(idx) = slot {
+            let spill = self.spill_reg()?;
+            self.emit(Op::SpillStore { spill, idx, src });
+        }
+        Ok(())
     }
 
     fn konst(&mut self, key: ConstKey, value: Value) -> R<ConstIdx> {
         if let Some(k) = self.consts.get(&key) {
             return Ok(ConstIdx(*k));
         }
-        let k = u16::try_from(self.proto.consts.len())
+        let k = u32::try_from(self.proto.consts.len())
             .map_err(|_| CompileError("too many constants".into()))?;
         self.proto.consts.push(value);
         self.consts.insert(key, k);
@@ -573,17 +662,17 @@ impl<'a, 'm> FnCx<'a, 'm> {
                 dst,
                 k: self.str_const(s)?,
             },
-            Operand::Local(l) => {
-                let src = self.local(*l)?;
-                if src == dst {
-                    return Ok(());
-                }
-                Op::Copy { dst, src }
-            }
-            Operand::Captured(i) => Op::LoadCapture {
-                dst,
-                idx: u16::try_from(*i).map_err(|_| CompileError("capture index".into()))?,
+            Operand::Local(l) => match self.home(*l)? {
+                Home::Reg(r) if Reg(r) == dst => return Ok(()),
+                Home::Reg(r) => Op::Copy { dst, src: Reg(r) },
+                Home::Spill(idx) => Op::SpillLoad {
+                    dst,
+                    spill: self.spill_reg()?,
+                    idx,
+                },
+                Home::Unused => return err(format!("local l{} has no home", l.0)),
             },
+            Operand::Captured(i) => Op::LoadCapture { dst, idx: *i },
             Operand::Global { name, def } => Op::GetGlobal {
                 dst,
                 slot: self.global_slot(name, *def)?.0,
@@ -594,11 +683,7 @@ impl<'a, 'm> FnCx<'a, 'm> {
                         feature: Feature::NestedSibling,
                     }
                 } else {
-                    Op::LoadSibling {
-                        dst,
-                        member: u16::try_from(*i)
-                            .map_err(|_| CompileError("sibling index".into()))?,
-                    }
+                    Op::LoadSibling { dst, member: *i }
                 }
             }
             Operand::Builtin(id) => Op::LoadBuiltin { dst, id: id.0 },
@@ -625,7 +710,9 @@ impl<'a, 'm> FnCx<'a, 'm> {
     /// temporary (released by the caller's mark).
     fn operand_reg(&mut self, op: &Operand) -> R<Reg> {
         if let Operand::Local(l) = op {
-            return self.local(*l);
+            if let Home::Reg(r) = self.home(*l)? {
+                return Ok(Reg(r));
+            }
         }
         let t = self.temp()?;
         self.load(op, t)?;
@@ -647,13 +734,50 @@ impl<'a, 'm> FnCx<'a, 'm> {
     fn stmt(&mut self, s: &ral_ir::Stmt) -> R<()> {
         self.span = s.span;
         let mark = self.next;
-        let dst = match s.dst {
-            Some(l) => self.local(l)?,
-            None => self.temp()?,
+        let (dst, slot) = match s.dst {
+            Some(l) => self.def_reg(l)?,
+            None => (self.temp()?, None),
         };
         self.expr(&s.expr, dst)?;
+        self.store_def(dst, slot)?;
         self.release(mark);
         Ok(())
+    }
+
+    /// Loads interpolation `parts` into the registers from `start` on.
+    fn interp_parts(&mut self, parts: &[InterpPart], start: Reg) -> R<()> {
+        for (i, p) in parts.iter().enumerate() {
+            let r = Reg(start.0 + i as u8);
+            match p {
+                InterpPart::Text(t) => {
+                    let k = self.str_const(t)?;
+                    self.emit(Op::LoadConst { dst: r, k });
+                }
+                InterpPart::Home => {
+                    self.emit(Op::LoadHome { dst: r });
+                }
+                InterpPart::Value(o) => self.load(o, r)?,
+            }
+        }
+        Ok(())
+    }
+
+    /// Builds a list of `ops` in a fresh temporary (for runs too long for
+    /// consecutive registers); returns its register.
+    fn list_of<'o>(&mut self, ops: impl Iterator<Item = &'o Operand>) -> R<Reg> {
+        let t = self.temp()?;
+        self.emit(Op::MakeList {
+            dst: t,
+            start: t,
+            n: 0,
+        });
+        for o in ops {
+            let mark = self.next;
+            let src = self.operand_reg(o)?;
+            self.emit(Op::ListPush { list: t, src });
+            self.release(mark);
+        }
+        Ok(t)
     }
 
     /// Compiles `block`'s statements and moves its result into `dst`.
@@ -687,14 +811,13 @@ impl<'a, 'm> FnCx<'a, 'm> {
                 self.emit(Op::LoadUnit { dst });
             }
             Expr::MakeList(parts) => {
-                if parts.iter().all(|p| matches!(p, Part::One(_))) {
+                if parts.iter().all(|p| matches!(p, Part::One(_))) && self.fits(parts.len()) {
                     let ops = parts.iter().filter_map(|p| match p {
                         Part::One(o) => Some(o),
                         Part::Spread(_) => None,
                     });
                     let ops: Vec<&Operand> = ops.collect();
-                    let n = u8::try_from(ops.len())
-                        .map_err(|_| CompileError("list literal too long".into()))?;
+                    let n = ops.len() as u8;
                     let start = self.consecutive(ops.into_iter())?;
                     self.emit(Op::MakeList { dst, start, n });
                 } else {
@@ -733,11 +856,16 @@ impl<'a, 'm> FnCx<'a, 'm> {
                     dedup.push(f);
                 }
                 let keys = Keys::new(dedup.iter().map(|f| f.0.to_string()));
-                let shape = u16::try_from(self.proto.shapes.len())
+                let shape = u32::try_from(self.proto.shapes.len())
                     .map_err(|_| CompileError("too many record shapes".into()))?;
                 self.proto.shapes.push(keys);
-                let start = self.consecutive(dedup.iter().map(|f| &f.1))?;
-                self.emit(Op::MakeRecord { dst, shape, start });
+                if self.fits(dedup.len()) {
+                    let start = self.consecutive(dedup.iter().map(|f| &f.1))?;
+                    self.emit(Op::MakeRecord { dst, shape, start });
+                } else {
+                    let list = self.list_of(dedup.iter().map(|f| &f.1))?;
+                    self.emit(Op::MakeRecordList { dst, shape, list });
+                }
             }
             Expr::MakeRecord {
                 base: Some(base),
@@ -790,54 +918,81 @@ impl<'a, 'm> FnCx<'a, 'm> {
             }
             Expr::MakeClosure { func, captures } => {
                 self.check_captures(*func, captures.len())?;
-                let n = u8::try_from(captures.len())
-                    .map_err(|_| CompileError("too many captures".into()))?;
-                let start = self.consecutive(captures.iter())?;
-                self.emit(Op::MakeClosure {
-                    dst,
-                    start,
-                    n,
-                    proto: self.m.base + func.0,
-                });
+                let proto = self.m.base + func.0;
+                if self.fits(captures.len()) {
+                    let n = captures.len() as u8;
+                    let start = self.consecutive(captures.iter())?;
+                    self.emit(Op::MakeClosure {
+                        dst,
+                        start,
+                        n,
+                        proto,
+                    });
+                } else {
+                    let list = self.list_of(captures.iter())?;
+                    self.emit(Op::MakeClosureList { dst, list, proto });
+                }
             }
             Expr::MakeRecGroup {
                 funcs,
                 captures,
                 dsts,
             } => {
-                let n = u8::try_from(captures.len())
-                    .map_err(|_| CompileError("too many captures".into()))?;
-                let start = self.consecutive(captures.iter())?;
+                // Captures in consecutive registers, or in a list.
+                let run = if self.fits(captures.len()) {
+                    Ok((self.consecutive(captures.iter())?, captures.len() as u8))
+                } else {
+                    Err(self.list_of(captures.iter())?)
+                };
                 for (f, d) in funcs.iter().zip(dsts) {
                     self.check_captures(*f, captures.len())?;
-                    let d = self.local(*d)?;
-                    self.emit(Op::MakeClosure {
-                        dst: d,
-                        start,
-                        n,
-                        proto: self.m.base + f.0,
+                    let mark = self.next;
+                    let (d, slot) = self.def_reg(*d)?;
+                    let proto = self.m.base + f.0;
+                    self.emit(match run {
+                        Ok((start, n)) => Op::MakeClosure {
+                            dst: d,
+                            start,
+                            n,
+                            proto,
+                        },
+                        Err(list) => Op::MakeClosureList {
+                            dst: d,
+                            list,
+                            proto,
+                        },
                     });
+                    self.store_def(d, slot)?;
+                    self.release(mark);
                 }
                 self.emit(Op::LoadUnit { dst });
             }
             Expr::Interp(parts) => {
-                let n = u8::try_from(parts.len())
-                    .map_err(|_| CompileError("interpolation too long".into()))?;
-                let start = self.temps(parts.len())?;
-                for (i, p) in parts.iter().enumerate() {
-                    let r = Reg(start.0 + i as u8);
-                    match p {
-                        InterpPart::Text(t) => {
-                            let k = self.str_const(t)?;
-                            self.emit(Op::LoadConst { dst: r, k });
-                        }
-                        InterpPart::Home => {
-                            self.emit(Op::LoadHome { dst: r });
-                        }
-                        InterpPart::Value(o) => self.load(o, r)?,
+                if self.fits(parts.len()) {
+                    let start = self.temps(parts.len())?;
+                    self.interp_parts(parts, start)?;
+                    let n = parts.len() as u8;
+                    self.emit(Op::Interp { dst, start, n });
+                } else {
+                    // A long interpolation is joined a chunk at a time: each
+                    // chunk's text is appended to what came before.
+                    let acc = self.temp()?;
+                    let k = self.str_const(&Arc::from(""))?;
+                    self.emit(Op::LoadConst { dst: acc, k });
+                    for chunk in parts.chunks(MAX_RUN - 1) {
+                        let mark = self.next;
+                        let start = self.temps(chunk.len() + 1)?;
+                        self.emit(Op::Copy {
+                            dst: start,
+                            src: acc,
+                        });
+                        self.interp_parts(chunk, Reg(start.0 + 1))?;
+                        let n = chunk.len() as u8 + 1;
+                        self.emit(Op::Interp { dst: acc, start, n });
+                        self.release(mark);
                     }
+                    self.emit(Op::Copy { dst, src: acc });
                 }
-                self.emit(Op::Interp { dst, start, n });
             }
             Expr::Index { base, key, kind } => {
                 let b = self.operand_reg(base)?;
@@ -1056,13 +1211,29 @@ impl<'a, 'm> FnCx<'a, 'm> {
                 let mut ends = Vec::with_capacity(arms.len());
                 for arm in arms {
                     let tag = self.str_const(&arm.tag)?;
-                    let test = self.emit(Op::JumpIfNotTag {
-                        src: s,
-                        tag,
-                        target: 0,
-                    });
-                    let p = self.local(arm.payload)?;
+                    let test = match u16::try_from(tag.0) {
+                        Ok(tag) => self.emit(Op::JumpIfNotTag {
+                            src: s,
+                            tag,
+                            target: 0,
+                        }),
+                        Err(_) => {
+                            let mark = self.next;
+                            let t = self.temp()?;
+                            self.emit(Op::TagIs {
+                                dst: t,
+                                src: s,
+                                tag,
+                            });
+                            self.release(mark);
+                            self.emit(Op::JumpIfFalse { cond: t, target: 0 })
+                        }
+                    };
+                    let mark = self.next;
+                    let (p, slot) = self.def_reg(arm.payload)?;
                     self.emit(Op::Payload { dst: p, src: s });
+                    self.store_def(p, slot)?;
+                    self.release(mark);
                     self.block(&arm.body, dst)?;
                     ends.push(self.emit(Op::Jump { target: 0 }));
                     let next = self.here();
@@ -1104,7 +1275,10 @@ impl<'a, 'm> FnCx<'a, 'm> {
                 error,
                 handler,
             } => {
-                let err_reg = self.local(*error)?;
+                // A spilled error local is caught in a temporary held across
+                // the body, and stored where the handler starts.
+                let mark = self.next;
+                let (err_reg, slot) = self.def_reg(*error)?;
                 let push = self.emit(Op::PushTry {
                     err: err_reg,
                     target: 0,
@@ -1116,6 +1290,8 @@ impl<'a, 'm> FnCx<'a, 'm> {
                 let jend = self.emit(Op::Jump { target: 0 });
                 let catch = self.here();
                 self.patch(push, catch);
+                self.store_def(err_reg, slot)?;
+                self.release(mark);
                 self.block(handler, dst)?;
                 let end = self.here();
                 self.patch(jend, end);
@@ -1208,8 +1384,19 @@ impl<'a, 'm> FnCx<'a, 'm> {
 
     fn call(&mut self, func: &Operand, args: &[Operand], tail: bool, dst: Reg) -> R<()> {
         let tail = tail && self.no_tail == 0;
-        let argc =
-            u8::try_from(args.len()).map_err(|_| CompileError("too many arguments".into()))?;
+        if !self.fits(args.len()) {
+            // More arguments than a run of registers holds: pass them as a
+            // list, as a call with a spread does.
+            let f = self.operand_reg(func)?;
+            let list = self.list_of(args.iter())?;
+            self.emit(if tail {
+                Op::TailCallSpread { func: f, list }
+            } else {
+                Op::CallSpread { func: f, list, dst }
+            });
+            return Ok(());
+        }
+        let argc = args.len() as u8;
         match func {
             Operand::Builtin(id) => {
                 let name = ral_types::builtin_table().entry(*id).map(|b| b.name);
@@ -1236,8 +1423,8 @@ impl<'a, 'm> FnCx<'a, 'm> {
                     }
                 }
             }
-            Operand::Sibling(i) if !self.proto.siblings.is_empty() => {
-                let member = u16::try_from(*i).map_err(|_| CompileError("sibling index".into()))?;
+            Operand::Sibling(i) if !self.proto.siblings.is_empty() && u16::try_from(*i).is_ok() => {
+                let member = u16::try_from(*i).unwrap_or_default();
                 let start = self.consecutive(args.iter())?;
                 self.emit(if tail {
                     Op::TailCallSibling {
@@ -1303,14 +1490,18 @@ impl<'a, 'm> FnCx<'a, 'm> {
     fn pattern(&mut self, src: Reg, pat: &Pat) -> R<()> {
         match pat {
             Pat::Wildcard => {}
-            Pat::Bind(l) => {
-                let dst = self.local(*l)?;
-                if dst != src {
-                    self.emit(Op::Copy { dst, src });
+            Pat::Bind(l) => match self.home(*l)? {
+                Home::Reg(r) if Reg(r) == src => {}
+                Home::Reg(r) => {
+                    self.emit(Op::Copy { dst: Reg(r), src });
                 }
-            }
+                Home::Spill(_) | Home::Unused => {
+                    let (_, slot) = self.def_reg(*l)?;
+                    self.store_def(src, slot)?;
+                }
+            },
             Pat::List { items, rest } => {
-                let n = u8::try_from(items.len())
+                let n = u32::try_from(items.len())
                     .map_err(|_| CompileError("list pattern too long".into()))?;
                 self.emit(Op::MatchList {
                     src,
@@ -1319,38 +1510,54 @@ impl<'a, 'm> FnCx<'a, 'm> {
                 });
                 for (i, p) in items.iter().enumerate() {
                     let mark = self.next;
-                    let dst = match p {
-                        Pat::Bind(l) => self.local(*l)?,
+                    let idx = i as u32;
+                    match p {
                         Pat::Wildcard => continue,
-                        Pat::List { .. } | Pat::Fields(_) => self.temp()?,
-                    };
-                    self.emit(Op::ListAt {
-                        dst,
-                        src,
-                        idx: i as u8,
-                    });
-                    self.pattern(dst, p)?;
+                        Pat::Bind(l) => {
+                            let (dst, slot) = self.def_reg(*l)?;
+                            self.emit(Op::ListAt { dst, src, idx });
+                            self.store_def(dst, slot)?;
+                        }
+                        Pat::List { .. } | Pat::Fields(_) => {
+                            let dst = self.temp()?;
+                            self.emit(Op::ListAt { dst, src, idx });
+                            self.pattern(dst, p)?;
+                        }
+                    }
                     self.release(mark);
                 }
                 if let Some(Some(l)) = rest {
-                    let dst = self.local(*l)?;
+                    let mark = self.next;
+                    let (dst, slot) = self.def_reg(*l)?;
                     self.emit(Op::ListFrom { dst, src, from: n });
+                    self.store_def(dst, slot)?;
+                    self.release(mark);
                 }
             }
             Pat::Fields(fields) => {
                 for (k, p) in fields {
                     let mark = self.next;
-                    let dst = match p {
-                        Pat::Bind(l) => self.local(*l)?,
-                        Pat::Wildcard | Pat::List { .. } | Pat::Fields(_) => self.temp()?,
-                    };
                     let key = self.str_const(k)?;
-                    self.emit(Op::IndexField {
-                        dst,
-                        base: src,
-                        key,
-                    });
-                    self.pattern(dst, p)?;
+                    match p {
+                        Pat::Bind(l) => {
+                            let (dst, slot) = self.def_reg(*l)?;
+                            self.emit(Op::IndexField {
+                                dst,
+                                base: src,
+                                key,
+                            });
+                            self.store_def(dst, slot)?;
+                        }
+                        Pat::Wildcard | Pat::List { .. } | Pat::Fields(_) => {
+                            let dst = self.temp()?;
+                            self.emit(Op::IndexField {
+                                dst,
+                                base: src,
+                                key,
+                            });
+                            self.pattern(dst, p)?;
+                        }
+                    }
                     self.release(mark);
                 }
             }
@@ -1373,7 +1580,10 @@ fn imm(op: ArithOp, n: i64) -> Option<i16> {
 /// everything) when the code has an op that writes registers in ways this
 /// does not follow (patterns, handlers' error records, collections, …).
 fn clear_list(p: &Proto) -> Option<Box<[u8]>> {
-    let mut regs: Vec<u8> = (0..p.n_params).collect();
+    if p.n_params > 255 {
+        return None;
+    }
+    let mut regs: Vec<u8> = (0..p.n_params).map(|r| r as u8).collect();
     for op in &p.code {
         match op {
             Op::LoadInt { .. }

@@ -1142,7 +1142,7 @@ impl Vm {
             pc += 1;
             match op {
                 Op::LoadConst { dst, k } => {
-                    set!(dst, proto.consts[usize::from(k.0)].clone());
+                    set!(dst, proto.consts[k.0 as usize].clone());
                 }
                 Op::LoadInt { dst, value } => set_int!(dst, i64::from(value)),
                 Op::LoadUnit { dst } => set!(dst, Value::Unit),
@@ -1157,9 +1157,7 @@ impl Vm {
                 }
                 Op::LoadCapture { dst, idx } => {
                     let v = match self.frames[fi].env.as_deref() {
-                        Some(Func::Closure { captures, .. }) => {
-                            captures.get(usize::from(idx)).cloned()
-                        }
+                        Some(Func::Closure { captures, .. }) => captures.get(idx as usize).cloned(),
                         _ => None,
                     };
                     set!(
@@ -1193,7 +1191,7 @@ impl Vm {
                 }
                 Op::Define { src, name } => {
                     let v = r!(src).clone();
-                    let Value::Str(name) = &proto.consts[usize::from(name.0)] else {
+                    let Value::Str(name) = &proto.consts[name.0 as usize] else {
                         tri!(Err(Failure::error("definition name is not a string")))
                     };
                     let name = name.clone();
@@ -1365,13 +1363,20 @@ impl Vm {
                     }
                 }
                 Op::JumpIfNotTag { src, tag, target } => {
-                    let hit = match (&r!(src), &proto.consts[usize::from(tag.0)]) {
+                    let hit = match (&r!(src), &proto.consts[usize::from(tag)]) {
                         (Value::Variant(v), Value::Str(t)) => *v.tag == ***t,
                         _ => false,
                     };
                     if !hit {
                         pc = target as usize;
                     }
+                }
+                Op::TagIs { dst, src, tag } => {
+                    let hit = match (&r!(src), &proto.consts[tag.0 as usize]) {
+                        (Value::Variant(v), Value::Str(t)) => *v.tag == ***t,
+                        _ => false,
+                    };
+                    set_bool!(dst, hit);
                 }
                 Op::Payload { dst, src } => {
                     let v = if let Value::Variant(v) = &r!(src) {
@@ -1408,14 +1413,22 @@ impl Vm {
                     }
                 }
                 Op::MakeRecord { dst, shape, start } => {
-                    let keys = proto.shapes[usize::from(shape)].clone();
+                    let keys = proto.shapes[shape as usize].clone();
                     let s = base + usize::from(start.0);
                     let vals = self.regs[s..s + keys.len()].to_vec();
                     set!(dst, Value::record(Record::from_parts(keys, vals)));
                 }
+                Op::MakeRecordList { dst, shape, list } => {
+                    let keys = proto.shapes[shape as usize].clone();
+                    let vals = match &r!(list) {
+                        Value::List(items) if items.len() == keys.len() => items.to_vec(),
+                        other => tri!(Err(kind_error("the record's values", other))),
+                    };
+                    set!(dst, Value::record(Record::from_parts(keys, vals)));
+                }
                 Op::RecordSet { rec, key, src } => {
                     let v = r!(src).clone();
-                    let key = &proto.consts[usize::from(key.0)];
+                    let key = &proto.consts[key.0 as usize];
                     let new = match (&r!(rec), key) {
                         (Value::Record(r), Value::Str(k)) => r.with(k, v),
                         (other, _) => tri!(Err(kind_error("a record", other))),
@@ -1471,6 +1484,28 @@ impl Vm {
                         params,
                     }));
                 }
+                Op::MakeClosureList {
+                    dst,
+                    list,
+                    proto: p,
+                } => {
+                    let captures: Box<[Value]> = match &r!(list) {
+                        Value::List(items) => items.as_slice().into(),
+                        other => tri!(Err(kind_error("the closure's captures", other))),
+                    };
+                    let params = protos
+                        .get(p as usize)
+                        .map(|q| q.params.clone())
+                        .unwrap_or_else(|| Arc::from(Vec::new()));
+                    set!(
+                        dst,
+                        Value::Func(Arc::new(Func::Closure {
+                            proto: p,
+                            captures,
+                            params,
+                        }))
+                    );
+                }
                 Op::Interp { dst, start, n } => {
                     let s = base + usize::from(start.0);
                     // Sized for the text parts plus a number or two, so
@@ -1517,18 +1552,18 @@ impl Vm {
                     tri!(Err(index_error(&r!(b), &r!(key))))
                 }
                 Op::IndexField { dst, base: b, key } => {
-                    let v = match (&r!(b), &proto.consts[usize::from(key.0)]) {
+                    let v = match (&r!(b), &proto.consts[key.0 as usize]) {
                         (Value::Record(m), Value::Str(k)) => m.get(k).cloned(),
                         _ => None,
                     };
                     match v {
                         Some(v) => set!(dst, v),
-                        None => tri!(Err(index_error(&r!(b), &proto.consts[usize::from(key.0)]))),
+                        None => tri!(Err(index_error(&r!(b), &proto.consts[key.0 as usize]))),
                     }
                 }
                 Op::MatchList { src, n, rest } => {
                     let ok = if let Value::List(items) = &r!(src) {
-                        items.len() == usize::from(n) || (rest && items.len() > usize::from(n))
+                        items.len() == n as usize || (rest && items.len() > n as usize)
                     } else {
                         false
                     };
@@ -1538,7 +1573,7 @@ impl Vm {
                 }
                 Op::ListAt { dst, src, idx } => {
                     let v = if let Value::List(items) = &r!(src) {
-                        items.get(usize::from(idx)).cloned()
+                        items.get(idx as usize).cloned()
                     } else {
                         None
                     };
@@ -1546,11 +1581,47 @@ impl Vm {
                 }
                 Op::ListFrom { dst, src, from } => {
                     let v = if let Value::List(items) = &r!(src) {
-                        items.get(usize::from(from)..).unwrap_or(&[]).to_vec()
+                        items.get(from as usize..).unwrap_or(&[]).to_vec()
                     } else {
                         Vec::new()
                     };
                     set!(dst, Value::list(v));
+                }
+                Op::SpillEnter {
+                    spill,
+                    params_from,
+                    slots,
+                } => {
+                    let mut area = vec![Value::Unit; slots as usize];
+                    let from = base + usize::from(params_from);
+                    let to = base + usize::from(proto.n_params);
+                    if let Some(params) = self.regs.get_mut(from..to) {
+                        for (slot, p) in area.iter_mut().zip(params.iter_mut()) {
+                            *slot = std::mem::take(p);
+                        }
+                    }
+                    set!(spill, Value::list(area));
+                }
+                Op::SpillLoad { dst, spill, idx } => {
+                    let v = match &r!(spill) {
+                        Value::List(items) => items.get(idx as usize).cloned(),
+                        _ => None,
+                    };
+                    set!(
+                        dst,
+                        tri!(v.ok_or_else(|| Failure::error("spill slot out of range")))
+                    );
+                }
+                Op::SpillStore { spill, idx, src } => {
+                    let v = r!(src).clone();
+                    let slot = match &mut r!(spill) {
+                        Value::List(items) => Arc::make_mut(items).get_mut(idx as usize),
+                        _ => None,
+                    };
+                    match slot {
+                        Some(slot) => *slot = v,
+                        None => tri!(Err(Failure::error("spill slot out of range"))),
+                    }
                 }
 
                 Op::Call {
@@ -1682,7 +1753,7 @@ impl Vm {
                         .get(usize::from(member))
                         .copied()
                         .ok_or_else(|| Failure::error("sibling out of range")));
-                    if protos[p as usize].n_params == argc {
+                    if protos[p as usize].n_params == u16::from(argc) {
                         if self.frames.len() >= self.max_depth {
                             return Err(depth_exceeded(self.max_depth).into());
                         }
@@ -1702,7 +1773,7 @@ impl Vm {
                         });
                         reload!();
                     } else {
-                        let f = self.sibling(&protos, proto, fi, member)?;
+                        let f = self.sibling(&protos, proto, fi, u32::from(member))?;
                         let a = self.take_args(base + usize::from(args.0), usize::from(argc));
                         let mode = Mode::Push {
                             base: base + usize::from(args.0),
@@ -1715,7 +1786,7 @@ impl Vm {
                 Op::TailCallSibling { member, args, argc } => {
                     tri!(self.poll_cancel());
                     save!();
-                    let f = self.sibling(&protos, proto, fi, member)?;
+                    let f = self.sibling(&protos, proto, fi, u32::from(member))?;
                     let a = self.take_args(base + usize::from(args.0), usize::from(argc));
                     let res = self.apply(f, a, Mode::Tail)?;
                     applied!(res, true, Reg(0));
@@ -1879,11 +1950,11 @@ impl Vm {
         protos: &[Arc<Proto>],
         proto: &Proto,
         fi: usize,
-        member: u16,
+        member: u32,
     ) -> Result<Value, Failure> {
         let p = proto
             .siblings
-            .get(usize::from(member))
+            .get(member as usize)
             .copied()
             .ok_or_else(|| Failure::error("sibling out of range"))?;
         let captures = match self.frames.get(fi).and_then(|f| f.env.as_deref()) {
@@ -1978,7 +2049,7 @@ fn closure_entry(f: &Value, argc: u8, protos: &[Arc<Proto>]) -> Option<(u32, Opt
             proto, captures, ..
         } = &**arc
         {
-            if protos.get(*proto as usize)?.n_params == argc {
+            if protos.get(*proto as usize)?.n_params == u16::from(argc) {
                 let env = if captures.is_empty() {
                     None
                 } else {
@@ -2134,8 +2205,8 @@ fn order(a: &Value, b: &Value) -> Result<std::cmp::Ordering, Failure> {
         .ok_or_else(|| kind_error2("two Ints, two Floats or two Strings", a, b))
 }
 
-fn const_str(proto: &Proto, k: u16) -> Result<Arc<str>, Failure> {
-    match proto.consts.get(usize::from(k)) {
+fn const_str(proto: &Proto, k: u32) -> Result<Arc<str>, Failure> {
+    match proto.consts.get(k as usize) {
         Some(Value::Str(s)) => Ok(Arc::from(s.as_str())),
         _ => Err(Failure::error("tag constant is not a string")),
     }
@@ -2167,7 +2238,7 @@ fn index_error(base: &Value, key: &Value) -> Failure {
 }
 
 #[cold]
-fn pattern_error(v: &Value, n: u8, rest: bool) -> Failure {
+fn pattern_error(v: &Value, n: u32, rest: bool) -> Failure {
     let want = if rest {
         format!("at least {n} items")
     } else {

@@ -31,6 +31,7 @@ pub mod op;
 pub mod process;
 pub mod quote;
 pub mod reach;
+mod regalloc;
 pub mod runtime;
 pub mod session;
 pub mod value;

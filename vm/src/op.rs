@@ -22,7 +22,7 @@ pub struct Reg(pub u8);
 
 /// An index into the proto's constant pool.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ConstIdx(pub u16);
+pub struct ConstIdx(pub u32);
 
 /// An arithmetic operation of the generic [`Op::Arith`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -80,10 +80,10 @@ pub enum Op {
     /// `r[dst] := r[src]` (a clone: a refcount bump at most).
     Copy { dst: Reg, src: Reg },
     /// `r[dst] := captures[idx]` of the running closure.
-    LoadCapture { dst: Reg, idx: u16 },
+    LoadCapture { dst: Reg, idx: u32 },
     /// `r[dst] :=` member `member` of the running closure's recursive group,
     /// made from the running closure's captures.
-    LoadSibling { dst: Reg, member: u16 },
+    LoadSibling { dst: Reg, member: u32 },
     /// `r[dst] :=` the builtin with table id `id`, unapplied.
     LoadBuiltin { dst: Reg, id: u16 },
     /// `r[dst] := $SCRIPT`.
@@ -188,12 +188,12 @@ pub enum Op {
     JumpIfNotLtInt { lhs: Reg, rhs: Reg, target: u32 },
     /// `if not (r[lhs] <= r[rhs]) then pc := target` (Ints).
     JumpIfNotLeInt { lhs: Reg, rhs: Reg, target: u32 },
-    /// `if r[src] is not a variant tagged k[tag] then pc := target`.
-    JumpIfNotTag {
-        src: Reg,
-        tag: ConstIdx,
-        target: u32,
-    },
+    /// `if r[src] is not a variant tagged k[tag] then pc := target`. The
+    /// tag's constant index is below 65,536 (beyond, the compiler emits
+    /// `TagIs` and `JumpIfFalse`).
+    JumpIfNotTag { src: Reg, tag: u16, target: u32 },
+    /// `r[dst] :=` whether `r[src]` is a variant tagged `k[tag]`.
+    TagIs { dst: Reg, src: Reg, tag: ConstIdx },
     /// `r[dst] :=` the payload of variant `r[src]` (`()` if none).
     Payload { dst: Reg, src: Reg },
     /// Fails: no `case` arm matched the tag of `r[src]`.
@@ -207,7 +207,11 @@ pub enum Op {
     ListExtend { list: Reg, src: Reg },
     /// `r[dst] :=` record of shape `shapes[shape]` with values
     /// `r[start..start+len]` in sorted key order.
-    MakeRecord { dst: Reg, shape: u16, start: Reg },
+    MakeRecord { dst: Reg, shape: u32, start: Reg },
+    /// `r[dst] :=` record of shape `shapes[shape]` whose values are the
+    /// items of the list `r[list]`, in sorted key order (a literal with
+    /// more fields than fit in consecutive registers).
+    MakeRecordList { dst: Reg, shape: u32, list: Reg },
     /// `r[rec] := r[rec]` with field `k[key]` set to `r[src]`.
     RecordSet { rec: Reg, key: ConstIdx, src: Reg },
     /// `r[dst] := [:]`.
@@ -232,6 +236,9 @@ pub enum Op {
         n: u8,
         proto: u32,
     },
+    /// `r[dst] :=` closure of program proto `proto` capturing the items of
+    /// the list `r[list]` (more captures than fit in consecutive registers).
+    MakeClosureList { dst: Reg, list: Reg, proto: u32 },
     /// `r[dst] :=` the texts of `r[start..start+n]` joined.
     Interp { dst: Reg, start: Reg, n: u8 },
 
@@ -245,11 +252,25 @@ pub enum Op {
     IndexDyn { dst: Reg, base: Reg, key: Reg },
     /// Fails unless `r[src]` is a List of exactly `n` items (at least `n`
     /// when `rest`).
-    MatchList { src: Reg, n: u8, rest: bool },
+    MatchList { src: Reg, n: u32, rest: bool },
     /// `r[dst] := r[src][idx]` (shape already checked by `MatchList`).
-    ListAt { dst: Reg, src: Reg, idx: u8 },
+    ListAt { dst: Reg, src: Reg, idx: u32 },
     /// `r[dst] := r[src][from..]`.
-    ListFrom { dst: Reg, src: Reg, from: u8 },
+    ListFrom { dst: Reg, src: Reg, from: u32 },
+
+    /// Function entry of a proto with spilled locals: `r[spill] :=` a list
+    /// of `slots` units (the spill area), after moving the parameters
+    /// `r[params_from..n_params]` (those past the register budget) into its
+    /// first slots, in order.
+    SpillEnter {
+        spill: Reg,
+        params_from: u16,
+        slots: u32,
+    },
+    /// `r[dst] :=` slot `idx` of the spill area `r[spill]`.
+    SpillLoad { dst: Reg, spill: Reg, idx: u32 },
+    /// Slot `idx` of the spill area `r[spill]` `:= r[src]`.
+    SpillStore { spill: Reg, idx: u32, src: Reg },
 
     /// `r[dst] := r[func](r[args..args+argc])`: a closure pushes a frame;
     /// a builtin runs through the registry; partial and over-application
@@ -397,7 +418,7 @@ pub struct Proto {
     /// For traces and the disassembly.
     pub name: String,
     /// How many parameters it takes (they arrive in `r[0..n_params]`).
-    pub n_params: u8,
+    pub n_params: u16,
     /// Registers `r[0..n_locals]` hold locals; the rest are temporaries
     /// (a call moves a temporary head instead of cloning it).
     pub n_locals: u8,
@@ -441,7 +462,9 @@ impl Op {
     #[allow(clippy::wildcard_enum_match_arm)]
     pub fn proto_ref(&self) -> Option<u32> {
         match self {
-            Op::MakeClosure { proto, .. } | Op::PipeStage { proto } => Some(*proto),
+            Op::MakeClosure { proto, .. }
+            | Op::MakeClosureList { proto, .. }
+            | Op::PipeStage { proto } => Some(*proto),
             _ => None,
         }
     }
@@ -504,12 +527,14 @@ impl Op {
             Op::NeIntK { .. } => "ne-int-k",
             Op::JumpIfNotLeInt { .. } => "jump-if-not-le-int",
             Op::JumpIfNotTag { .. } => "jump-if-not-tag",
+            Op::TagIs { .. } => "tag-is",
             Op::Payload { .. } => "payload",
             Op::NoArm { .. } => "no-arm",
             Op::MakeList { .. } => "make-list",
             Op::ListPush { .. } => "list-push",
             Op::ListExtend { .. } => "list-extend",
             Op::MakeRecord { .. } => "make-record",
+            Op::MakeRecordList { .. } => "make-record-list",
             Op::RecordSet { .. } => "record-set",
             Op::MapNew { .. } => "map-new",
             Op::MapSpread { .. } => "map-spread",
@@ -517,6 +542,7 @@ impl Op {
             Op::MakeVariant { .. } => "make-variant",
             Op::MakeTag { .. } => "make-tag",
             Op::MakeClosure { .. } => "make-closure",
+            Op::MakeClosureList { .. } => "make-closure-list",
             Op::Interp { .. } => "interp",
             Op::IndexList { .. } => "index-list",
             Op::IndexField { .. } => "index-field",
@@ -525,6 +551,9 @@ impl Op {
             Op::MatchList { .. } => "match-list",
             Op::ListAt { .. } => "list-at",
             Op::ListFrom { .. } => "list-from",
+            Op::SpillEnter { .. } => "spill-enter",
+            Op::SpillLoad { .. } => "spill-load",
+            Op::SpillStore { .. } => "spill-store",
             Op::Call { .. } => "call",
             Op::TailCall { .. } => "tail-call",
             Op::CallGlobal { .. } => "call-global",
@@ -567,7 +596,7 @@ impl Op {
         let kc = |k: &ConstIdx| {
             proto
                 .consts
-                .get(usize::from(k.0))
+                .get(k.0 as usize)
                 .map(|v| crate::display::render(v, &Default::default()))
                 .unwrap_or_default()
         };
@@ -639,9 +668,11 @@ impl Op {
             Op::JumpIfNotLtInt { lhs, rhs, target } | Op::JumpIfNotLeInt { lhs, rhs, target } => {
                 (format!("{}, {}, @{target}", r(lhs), r(rhs)), none())
             }
-            Op::JumpIfNotTag { src, tag, target } => {
-                (format!("{}, k{}, @{target}", r(src), tag.0), kc(tag))
-            }
+            Op::JumpIfNotTag { src, tag, target } => (
+                format!("{}, k{tag}, @{target}", r(src)),
+                kc(&ConstIdx(u32::from(*tag))),
+            ),
+            Op::TagIs { dst, src, tag } => (format!("{}, {}, k{}", r(dst), r(src), tag.0), kc(tag)),
             Op::NoArm { src } | Op::Return { src } | Op::Exit { src } => (r(src), none()),
             Op::MakeList { dst, start, n } | Op::Interp { dst, start, n } => {
                 (format!("{}, {}", r(dst), range(start, *n)), none())
@@ -652,7 +683,7 @@ impl Op {
             Op::MakeRecord { dst, shape, start } => {
                 let keys = proto
                     .shapes
-                    .get(usize::from(*shape))
+                    .get(*shape as usize)
                     .map(|k| {
                         k.as_slice()
                             .iter()
@@ -662,6 +693,9 @@ impl Op {
                     })
                     .unwrap_or_default();
                 (format!("{}, shape{shape}, {}", r(dst), r(start)), keys)
+            }
+            Op::MakeRecordList { dst, shape, list } => {
+                (format!("{}, shape{shape}, ...{}", r(dst), r(list)), none())
             }
             Op::RecordSet { rec, key, src } => {
                 (format!("{}, k{}, {}", r(rec), key.0, r(src)), kc(key))
@@ -678,6 +712,9 @@ impl Op {
                 n,
                 proto: p,
             } => (format!("{}, p{p}, {}", r(dst), range(start, *n)), none()),
+            Op::MakeClosureList { dst, list, proto } => {
+                (format!("{}, p{proto}, ...{}", r(dst), r(list)), none())
+            }
             Op::IndexList { dst, base, key }
             | Op::IndexMap { dst, base, key }
             | Op::IndexDyn { dst, base, key } => (bin(dst, base, key), none()),
@@ -691,6 +728,20 @@ impl Op {
             Op::ListAt { dst, src, idx } => (format!("{}, {}, {idx}", r(dst), r(src)), none()),
             Op::ListFrom { dst, src, from } => {
                 (format!("{}, {}, {from}..", r(dst), r(src)), none())
+            }
+            Op::SpillEnter {
+                spill,
+                params_from,
+                slots,
+            } => (
+                format!("{}, {slots} slots, params {params_from}..", r(spill)),
+                none(),
+            ),
+            Op::SpillLoad { dst, spill, idx } => {
+                (format!("{}, {}[{idx}]", r(dst), r(spill)), none())
+            }
+            Op::SpillStore { spill, idx, src } => {
+                (format!("{}[{idx}], {}", r(spill), r(src)), none())
             }
             Op::Call {
                 func,

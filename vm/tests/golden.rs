@@ -19,13 +19,10 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
 
-use ral_syntax::SourceId;
-use ral_types::{check_program, CheckOptions, TypeEnv};
-use ral_vm::{Escape, Mobile, RunError, Stdin, Stdout, Vm};
+mod support;
+use support::run_program;
 
 /// One golden case.
 #[derive(Debug)]
@@ -36,14 +33,6 @@ struct Case {
     program: String,
     stdout: String,
     status: i32,
-}
-
-/// What running a case produced.
-struct Outcome {
-    stdout: String,
-    status: i32,
-    /// Why the status is nonzero, for the report.
-    detail: Option<String>,
 }
 
 /// Parses a golden file into its cases.
@@ -120,86 +109,6 @@ fn parse_cases(text: &str) -> Result<Vec<Case>, String> {
     Ok(cases)
 }
 
-/// A writer into a buffer the test keeps a handle to.
-#[derive(Clone, Default)]
-struct Shared(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Shared {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-/// Runs `src` on a fresh VM.
-fn run_case(src: &str) -> Outcome {
-    let source = SourceId(0);
-    let parsed = ral_syntax::parse(src, source);
-    if parsed.has_errors() {
-        return Outcome {
-            stdout: String::new(),
-            status: 1,
-            detail: Some(format!(
-                "parse error: {:?}",
-                first_message(&parsed.diagnostics)
-            )),
-        };
-    }
-    let opts = CheckOptions { is_script: true };
-    let checked = check_program(&parsed.program, source, &TypeEnv::new(), &opts);
-    if checked.has_errors() {
-        return Outcome {
-            stdout: String::new(),
-            status: 1,
-            detail: Some(format!(
-                "type error: {:?}",
-                first_message(&checked.diagnostics)
-            )),
-        };
-    }
-    let module = ral_ir::lower(&parsed.program, &checked, source);
-    let sink = Shared::default();
-    let mut vm = Vm::new(Mobile::default());
-    vm.stdout = Stdout::Writer(Box::new(sink.clone()));
-    // Programs the cases start read nothing from the test's terminal.
-    vm.stdin = Stdin::Null;
-    // temp-dir and temp-file create under TMPDIR: one scratch directory per
-    // case, removed when the case ends.
-    let scratch = tempfile::tempdir().unwrap();
-    vm.mobile.context.env.push((
-        "TMPDIR".into(),
-        Some(scratch.path().to_str().unwrap().into()),
-    ));
-    vm.stderr = Stdout::Buffer(Vec::new());
-    let result = vm.run_module(&module);
-    let stdout = String::from_utf8_lossy(&sink.0.lock().unwrap()).into_owned();
-    let (status, detail) = match result {
-        Ok(_) => (0, None),
-        Err(RunError::Compile(e)) => (1, Some(format!("compile error: {e:?}"))),
-        Err(RunError::Escape(Escape::Fail(f))) => {
-            (f.status, Some(format!("failure: {:?}", f.message)))
-        }
-        Err(RunError::Escape(Escape::Exit(n))) => (n, Some(format!("exit {n}"))),
-    };
-    Outcome {
-        stdout,
-        status,
-        detail,
-    }
-}
-
-/// The first diagnostic's title and line, for the failure report.
-fn first_message(diags: &[ral_syntax::Diagnostic]) -> String {
-    diags
-        .first()
-        .map(|d| format!("{} at byte {}", d.message, d.primary.span.start))
-        .unwrap_or_default()
-}
-
 fn golden_files() -> Vec<PathBuf> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden");
     let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
@@ -237,7 +146,7 @@ fn golden_scripts() {
         };
         for case in cases {
             total += 1;
-            let got = run_case(&case.program);
+            let got = run_program(&case.program);
             if got.stdout == case.stdout && got.status == case.status {
                 continue;
             }

@@ -1,0 +1,473 @@
+//! Where each local of a function lives while it runs: its *home*.
+//!
+//! The IR gives a function one flat set of locals, the A-normal form's
+//! temporaries included, so a script of a thousand lines has thousands of
+//! them, while an instruction names a register in one byte. Locals
+//! therefore share registers, and the few that find none live in a spill
+//! area.
+//!
+//! - **Liveness.** The body is walked in exactly the order the compiler
+//!   emits it, and each statement gets a number. A local is live from its
+//!   first mention to its last. A function's control flow is structured
+//!   and acyclic (iteration is recursion, never a backward jump), so the
+//!   emission order is a topological order of every path through it: once
+//!   the walk is past a local's last mention, no path reads it again, and
+//!   its register may hold another local.
+//! - **No sharing within a statement.** A statement mentions its operands
+//!   and its destination at its own number, and a statement with nested
+//!   blocks mentions them again at the number of its last nested statement.
+//!   So an instruction never writes a register that holds an operand it
+//!   (or a later instruction of the same statement) still reads; a pattern
+//!   that binds several locals from one list can never overwrite the list.
+//! - **Where a nested block writes.** A `case` arm's payload is mentioned at
+//!   the arm's start and a `try`'s error record at the handler's start, where
+//!   they are written. A pipeline stage's body is walked where the stage
+//!   starts: the stage runs on a copy of the locals taken then.
+//! - **Linear scan.** Intervals are taken by start; parameters are pinned to
+//!   `r0..` (the calling convention puts the arguments there). When no home
+//!   register is free, the live interval that ends last (the new one
+//!   included; pinned parameters never) is moved to a slot of the spill
+//!   area: a list the frame keeps in one reserved register, read and
+//!   written with `spill-load`/`spill-store`, made by `spill-enter` at
+//!   function entry. Slots are reused like registers.
+//! - **Budget.** Home registers come from `0..budget`; the compiler's
+//!   temporaries sit above them, up to register 255. If the temporaries of
+//!   some statement do not fit, the compiler retries the function with a
+//!   smaller budget (`compile.rs`), so no statement, local, argument or
+//!   capture count is ever refused.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+use ral_ir::{Block, ExecHead, Expr, Func, InterpPart, LocalId, MapPart, Operand, Part, Pat};
+
+/// Where a local lives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Home {
+    /// In a register of the frame.
+    Reg(u8),
+    /// In a slot of the frame's spill area.
+    Spill(u32),
+    /// Never mentioned by the code (nothing reads or writes it).
+    Unused,
+}
+
+/// The spill area of a function whose locals do not all fit in registers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct SpillArea {
+    /// The register holding the area (a list).
+    pub reg: u8,
+    /// How many slots it has.
+    pub slots: u32,
+    /// Parameters from this index on arrive past the register budget and
+    /// are moved into slots `0..` at entry.
+    pub params_from: u16,
+}
+
+/// The homes of one function's locals.
+#[derive(Debug)]
+pub(crate) struct Layout {
+    /// `homes[l]` is local `l`'s home.
+    pub homes: Vec<Home>,
+    /// Registers `0..n_regs` are homes (and the spill register); the
+    /// compiler's temporaries start here.
+    pub n_regs: u16,
+    pub spill: Option<SpillArea>,
+}
+
+/// The layout of `f` with home registers taken from `0..budget`
+/// (`budget` is at least 2 and at most 255).
+pub(crate) fn allocate(f: &Func, budget: u16) -> Layout {
+    let intervals = live_intervals(f);
+    let first = scan(f, &intervals, budget, None);
+    if first.spill.is_none() {
+        return first;
+    }
+    // Something spilled: reserve the last home register for the area and
+    // scan again (more may spill now; the area holds them all).
+    let reg = budget - 1;
+    scan(f, &intervals, reg, Some(reg as u8))
+}
+
+/// First and last mention of each local (`u32::MAX, 0` if none).
+struct Intervals {
+    first: Vec<u32>,
+    last: Vec<u32>,
+}
+
+fn live_intervals(f: &Func) -> Intervals {
+    let n = f.n_locals as usize;
+    let mut w = Walk {
+        pos: 0,
+        first: vec![u32::MAX; n],
+        last: vec![0; n],
+    };
+    for p in &f.params {
+        w.at(*p, 0);
+    }
+    w.block(&f.body);
+    Intervals {
+        first: w.first,
+        last: w.last,
+    }
+}
+
+fn scan(f: &Func, iv: &Intervals, budget: u16, spill_reg: Option<u8>) -> Layout {
+    let n = f.n_locals as usize;
+    let mut homes = vec![Home::Unused; n];
+    // Parameters keep the registers they arrive in when they fit the
+    // budget; otherwise the first half of the budget's worth do and the
+    // rest are moved to the spill area at entry.
+    let n_params = f.params.len();
+    let pinned = if n_params < usize::from(budget) {
+        n_params
+    } else {
+        usize::from(budget / 2)
+    };
+    let mut free_slots: BinaryHeap<Reverse<u32>> = BinaryHeap::new();
+    let mut n_slots: u32 = 0;
+    let mut take_slot = |free_slots: &mut BinaryHeap<Reverse<u32>>| match free_slots.pop() {
+        Some(Reverse(s)) => s,
+        None => {
+            n_slots += 1;
+            n_slots - 1
+        }
+    };
+    let mut is_param = vec![false; n];
+    // Active intervals by end, and which registers are in use.
+    let mut active: BinaryHeap<Reverse<(u32, u32)>> = BinaryHeap::new();
+    let mut used = vec![false; usize::from(budget)];
+    let mut max_reg: u16 = 0;
+    for (i, p) in f.params.iter().enumerate() {
+        let l = p.0 as usize;
+        if l >= n {
+            continue;
+        }
+        is_param[l] = true;
+        if i < pinned {
+            homes[l] = Home::Reg(i as u8);
+            if let Some(u) = used.get_mut(i) {
+                *u = true;
+            }
+            max_reg = max_reg.max(i as u16 + 1);
+        } else {
+            homes[l] = Home::Spill(take_slot(&mut free_slots));
+        }
+        active.push(Reverse((iv.last[l], l as u32)));
+    }
+    let params_from = pinned as u16;
+    let mut order: Vec<u32> = (0..n as u32)
+        .filter(|&l| iv.first[l as usize] != u32::MAX && !is_param[l as usize])
+        .collect();
+    order.sort_by_key(|&l| (iv.first[l as usize], l));
+    for l in order {
+        let li = l as usize;
+        let start = iv.first[li];
+        // Free what ended before this interval starts.
+        while let Some(Reverse((end, m))) = active.peek().copied() {
+            if end >= start {
+                break;
+            }
+            active.pop();
+            match homes[m as usize] {
+                Home::Reg(r) => used[usize::from(r)] = false,
+                Home::Spill(s) => free_slots.push(Reverse(s)),
+                Home::Unused => {}
+            }
+        }
+        if let Some(r) = used.iter().position(|u| !u) {
+            used[r] = true;
+            homes[li] = Home::Reg(r as u8);
+            max_reg = max_reg.max(r as u16 + 1);
+        } else {
+            // Spill whichever live interval ends last (never a pinned
+            // parameter): the one that would hold a register longest.
+            let victim = active
+                .iter()
+                .map(|Reverse((end, m))| (*end, *m))
+                .filter(|(_, m)| {
+                    !is_param[*m as usize] && matches!(homes[*m as usize], Home::Reg(_))
+                })
+                .max();
+            match victim {
+                Some((end, m)) if end > iv.last[li] => {
+                    homes[li] = homes[m as usize];
+                    homes[m as usize] = Home::Spill(take_slot(&mut free_slots));
+                }
+                _ => homes[li] = Home::Spill(take_slot(&mut free_slots)),
+            }
+        }
+        active.push(Reverse((iv.last[li], l)));
+    }
+    let spill = (n_slots > 0).then(|| SpillArea {
+        reg: spill_reg.unwrap_or(budget as u8),
+        slots: n_slots,
+        params_from,
+    });
+    let n_regs = match spill {
+        Some(s) => max_reg.max(u16::from(s.reg) + 1),
+        None => max_reg,
+    };
+    Layout {
+        homes,
+        n_regs,
+        spill,
+    }
+}
+
+/// The liveness walk: statement numbers in emission order.
+struct Walk {
+    pos: u32,
+    first: Vec<u32>,
+    last: Vec<u32>,
+}
+
+impl Walk {
+    fn at(&mut self, l: LocalId, p: u32) {
+        let i = l.0 as usize;
+        if let (Some(f), Some(z)) = (self.first.get_mut(i), self.last.get_mut(i)) {
+            *f = (*f).min(p);
+            *z = (*z).max(p);
+        }
+    }
+
+    fn op(&mut self, o: &Operand, p: u32) {
+        if let Operand::Local(l) = o {
+            self.at(*l, p);
+        }
+    }
+
+    fn tick(&mut self) -> u32 {
+        self.pos += 1;
+        self.pos
+    }
+
+    fn block(&mut self, b: &Block) {
+        for s in &b.stmts {
+            let p = self.tick();
+            self.direct(&s.expr, p);
+            if let Some(d) = s.dst {
+                self.at(d, p);
+            }
+            self.nested(&s.expr);
+            let end = self.pos;
+            if end != p {
+                self.direct(&s.expr, end);
+                if let Some(d) = s.dst {
+                    self.at(d, end);
+                }
+            }
+        }
+        let p = self.tick();
+        self.op(&b.result, p);
+    }
+
+    fn pat(&mut self, pat: &Pat, p: u32) {
+        match pat {
+            Pat::Wildcard => {}
+            Pat::Bind(l) => self.at(*l, p),
+            Pat::List { items, rest } => {
+                for i in items {
+                    self.pat(i, p);
+                }
+                if let Some(Some(l)) = rest {
+                    self.at(*l, p);
+                }
+            }
+            Pat::Fields(fields) => {
+                for (_, q) in fields {
+                    self.pat(q, p);
+                }
+            }
+        }
+    }
+
+    fn parts(&mut self, parts: &[Part], p: u32) {
+        for x in parts {
+            match x {
+                Part::One(o) | Part::Spread(o) => self.op(o, p),
+            }
+        }
+    }
+
+    fn redirects(&mut self, rs: &[ral_ir::Redirect], p: u32) {
+        use ral_ir::RedirectKind as K;
+        for r in rs {
+            match &r.kind {
+                K::Write(o) | K::Stream(o) | K::Append(o) | K::Read(o) | K::Here(o) => {
+                    self.op(o, p)
+                }
+                K::ErrToOut | K::Dup(_) => {}
+            }
+        }
+    }
+
+    /// The statement's own operands and the locals it binds directly.
+    fn direct(&mut self, e: &Expr, p: u32) {
+        match e {
+            Expr::Value(o) | Expr::Not(o) => self.op(o, p),
+            Expr::Define { value, .. } => self.op(value, p),
+            Expr::Destructure { value, pattern } => {
+                self.op(value, p);
+                self.pat(pattern, p);
+            }
+            Expr::MakeList(parts) => self.parts(parts, p),
+            Expr::MakeRecord { base, fields } => {
+                if let Some(b) = base {
+                    self.op(b, p);
+                }
+                for (_, o) in fields {
+                    self.op(o, p);
+                }
+            }
+            Expr::MakeMap(parts) => {
+                for x in parts {
+                    match x {
+                        MapPart::Entry { key, value } => {
+                            self.op(key, p);
+                            self.op(value, p);
+                        }
+                        MapPart::Spread(o) => self.op(o, p),
+                    }
+                }
+            }
+            Expr::MakeVariant { payload, .. } => {
+                if let Some(o) = payload {
+                    self.op(o, p);
+                }
+            }
+            Expr::MakeClosure { captures, .. } => {
+                for c in captures {
+                    self.op(c, p);
+                }
+            }
+            Expr::MakeRecGroup { captures, dsts, .. } => {
+                for c in captures {
+                    self.op(c, p);
+                }
+                for d in dsts {
+                    self.at(*d, p);
+                }
+            }
+            Expr::Interp(parts) => {
+                for x in parts {
+                    match x {
+                        InterpPart::Value(o) => self.op(o, p),
+                        InterpPart::Text(_) | InterpPart::Home => {}
+                    }
+                }
+            }
+            Expr::Index { base, key, .. } => {
+                self.op(base, p);
+                self.op(key, p);
+            }
+            Expr::Arith { lhs, rhs, .. }
+            | Expr::Compare { lhs, rhs, .. }
+            | Expr::Equal { lhs, rhs, .. } => {
+                self.op(lhs, p);
+                self.op(rhs, p);
+            }
+            Expr::Neg { operand, .. } => self.op(operand, p),
+            Expr::Call { func, args, .. } => {
+                self.op(func, p);
+                for a in args {
+                    self.op(a, p);
+                }
+            }
+            Expr::CallSpread { func, args, .. } => {
+                self.op(func, p);
+                self.parts(args, p);
+            }
+            Expr::Force { thunk, .. } => self.op(thunk, p),
+            Expr::Exec {
+                head,
+                args,
+                redirects,
+            } => {
+                match head {
+                    ExecHead::Path(o) => self.op(o, p),
+                    ExecHead::Name(_) | ExecHead::Base(_) | ExecHead::External(_) => {}
+                }
+                self.parts(args, p);
+                self.redirects(redirects, p);
+            }
+            Expr::If { cond, .. } => self.op(cond, p),
+            Expr::Case { scrutinee, .. } => self.op(scrutinee, p),
+            Expr::Within { options, .. } => self.op(options, p),
+            Expr::Grant { caps, .. } => self.op(caps, p),
+            Expr::Redirected { redirects, .. } => self.redirects(redirects, p),
+            Expr::Chain(_)
+            | Expr::Pipeline(_)
+            | Expr::Try { .. }
+            | Expr::Guard { .. }
+            | Expr::Audit { .. }
+            | Expr::Capture(_) => {}
+        }
+    }
+
+    /// The statement's nested blocks, in emission order.
+    fn nested(&mut self, e: &Expr) {
+        match e {
+            Expr::If {
+                then, otherwise, ..
+            } => {
+                self.block(then);
+                self.block(otherwise);
+            }
+            Expr::Case { arms, .. } => {
+                for a in arms {
+                    let p = self.tick();
+                    self.at(a.payload, p);
+                    self.block(&a.body);
+                }
+            }
+            Expr::Chain(bs) | Expr::Pipeline(bs) => {
+                for b in bs {
+                    self.block(b);
+                }
+            }
+            Expr::Try {
+                body,
+                error,
+                handler,
+            } => {
+                self.block(body);
+                let p = self.tick();
+                self.at(*error, p);
+                self.block(handler);
+            }
+            Expr::Guard { body, cleanup } => {
+                // The cleanup is emitted twice: after the body, and where a
+                // failure lands.
+                self.block(body);
+                self.block(cleanup);
+                self.block(cleanup);
+            }
+            Expr::Within { body, .. }
+            | Expr::Grant { body, .. }
+            | Expr::Audit { body }
+            | Expr::Redirected { body, .. }
+            | Expr::Capture(body) => self.block(body),
+            Expr::Value(_)
+            | Expr::Define { .. }
+            | Expr::Destructure { .. }
+            | Expr::MakeList(_)
+            | Expr::MakeRecord { .. }
+            | Expr::MakeMap(_)
+            | Expr::MakeVariant { .. }
+            | Expr::MakeClosure { .. }
+            | Expr::MakeRecGroup { .. }
+            | Expr::Interp(_)
+            | Expr::Index { .. }
+            | Expr::Arith { .. }
+            | Expr::Neg { .. }
+            | Expr::Not(_)
+            | Expr::Compare { .. }
+            | Expr::Equal { .. }
+            | Expr::Call { .. }
+            | Expr::CallSpread { .. }
+            | Expr::Force { .. }
+            | Expr::Exec { .. } => {}
+        }
+    }
+}
