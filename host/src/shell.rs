@@ -918,6 +918,7 @@ fn settle(run: Result<Value, Escape>, fired: bool) -> (Settled<Value>, bool) {
             let mut timed_out = Failure::cancelled(Cause::TimedOut);
             timed_out.span = f.span;
             timed_out.trace = f.trace.clone();
+            timed_out.trace_elided = f.trace_elided;
             (Settled::Failed(timed_out), true)
         }
         Err(Escape::Fail(f)) => (Settled::Failed(f), false),
@@ -1056,7 +1057,10 @@ pub fn runtime_diagnostic(f: &Failure, sources: &SourceMap, id: SourceId) -> Opt
     }
     let mut diag = Diagnostic::new(Code::RuntimeFailure, id, String::new(), span, &*f.message);
     diag.message = f.to_string();
-    for (name, site) in &f.trace {
+    for (i, (name, site)) in f.trace.iter().enumerate() {
+        if f.trace_elided > 0 && i == ral_vm::failure::TRACE_KEEP {
+            diag = diag.with_note(format!("… {} more calls …", f.trace_elided));
+        }
         let (line, col) = file.line_col(site.start);
         let note = match name {
             Some(name) => format!("in function `{name}` called at {line}:{col}"),

@@ -605,13 +605,22 @@ impl Vm {
         let innermost = self.frames.iter().rposition(current);
         f.span = innermost.and_then(|i| self.frames.get(i)).and_then(site);
         let upto = innermost.map_or(0, |i| i + 1);
-        f.trace = self.frames[..upto.min(self.frames.len())]
+        let frames = &self.frames[..upto.min(self.frames.len())];
+        // The call sites to report, innermost first; a deep stack (a
+        // runaway recursion) keeps both ends and counts the middle.
+        let sites: Vec<&[Frame]> = frames
             .windows(2)
             .rev()
-            .filter_map(|w| {
-                if !current(&w[0]) {
-                    return None;
-                }
+            .filter(|w| current(&w[0]) && site(&w[0]).is_some())
+            .collect();
+        let keep = crate::failure::TRACE_KEEP;
+        let elided = sites.len().saturating_sub(2 * keep);
+        f.trace_elided = elided;
+        f.trace = sites
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| elided == 0 || *i < keep || *i >= keep + elided)
+            .filter_map(|(_, w)| {
                 let span = site(&w[0])?;
                 let name = self
                     .protos

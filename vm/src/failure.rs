@@ -39,9 +39,16 @@ pub struct FailureInfo {
     /// escapes a run uncaught; `None` until then (and in `try` records).
     pub span: Option<Span>,
     /// The active ral call sites when it escaped, innermost first: the
-    /// callee's name where known and the call's span.
+    /// callee's name where known and the call's span. A deep stack keeps
+    /// its innermost and outermost [`TRACE_KEEP`] entries each.
     pub trace: Vec<(Option<String>, Span)>,
+    /// How many entries were left out of the middle of `trace` (they sit
+    /// between `trace[TRACE_KEEP - 1]` and `trace[TRACE_KEEP]`).
+    pub trace_elided: usize,
 }
+
+/// How many call sites a failure's trace keeps at each end.
+pub const TRACE_KEEP: usize = 10;
 
 /// Why a failure happened (§8.6).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -134,6 +141,7 @@ impl Failure {
                 cmd: None,
                 span: None,
                 trace: Vec::new(),
+                trace_elided: 0,
             }),
         }
     }
