@@ -203,8 +203,8 @@ struct FnCx<'a, 'm> {
     no_tail: u32,
     /// Jump targets patched so far (a peephole never folds across one).
     labels: std::collections::HashSet<u32>,
-    /// How many times the function reads each local's register.
-    reg_uses: Vec<u32>,
+    /// How many times the function reads each local.
+    local_uses: Vec<u32>,
     /// The IR function this code belongs to (a stage inherits its parent's).
     root: FuncId,
     span: Span,
@@ -264,26 +264,10 @@ impl<'a, 'm> FnCx<'a, 'm> {
         let n_home = layout.n_regs;
         let mut local_uses = vec![0u32; f.n_locals as usize];
         count_block(&f.body, &mut local_uses);
-        let mut reg_uses = vec![0u32; usize::from(n_home)];
-        for (l, h) in layout.homes.iter().enumerate() {
-            if let Home::Reg(r) = h {
-                if let Some(slot) = reg_uses.get_mut(usize::from(*r)) {
-                    *slot = slot.saturating_add(local_uses.get(l).copied().unwrap_or(0));
-                }
-            }
-        }
-        // Parameters arrive from the caller, and the spill area is made at
-        // entry: never fold a write into either.
+        // Parameters arrive from the caller: never fold a write into one.
         for p in &f.params {
-            if let Some(Home::Reg(r)) = layout.homes.get(p.0 as usize) {
-                if let Some(slot) = reg_uses.get_mut(usize::from(*r)) {
-                    *slot = u32::MAX;
-                }
-            }
-        }
-        if let Some(area) = layout.spill {
-            if let Some(slot) = reg_uses.get_mut(usize::from(area.reg)) {
-                *slot = u32::MAX;
+            if let Some(u) = local_uses.get_mut(p.0 as usize) {
+                *u = u32::MAX;
             }
         }
         let params: Vec<String> = (0..f.params.len()).map(|i| format!("p{i}")).collect();
@@ -307,7 +291,7 @@ impl<'a, 'm> FnCx<'a, 'm> {
             // depth a top-level call saves is one frame).
             no_tail: u32::from(f.id == m.module.main),
             labels: std::collections::HashSet::new(),
-            reg_uses,
+            local_uses,
             root: f.id,
             span: f.span,
         };
@@ -353,7 +337,7 @@ impl<'a, 'm> FnCx<'a, 'm> {
             consts: HashMap::new(),
             no_tail: 0,
             labels: std::collections::HashSet::new(),
-            reg_uses: self.reg_uses.clone(),
+            local_uses: self.local_uses.clone(),
             root: self.root,
             span: self.span,
         };
@@ -415,11 +399,6 @@ impl<'a, 'm> FnCx<'a, 'm> {
     // ---- emission helpers ----
 
     fn emit(&mut self, op: Op) -> usize {
-        if let Op::Copy { dst, src } = op {
-            if self.fold_copy(dst, src) {
-                return self.proto.code.len() - 1;
-            }
-        }
         self.proto.code.push(op);
         self.proto.spans.push(self.span);
         self.proto.code.len() - 1
@@ -456,20 +435,19 @@ impl<'a, 'm> FnCx<'a, 'm> {
         self.labels.insert(to);
     }
 
-    /// Whether register `r` holds a local that the function reads exactly
-    /// once (so the one instruction reading it may take over its write).
-    fn single_use(&self, r: Reg) -> bool {
-        usize::from(r.0) < usize::from(self.proto.n_locals)
-            && self.reg_uses.get(usize::from(r.0)).copied() == Some(1)
+    /// Whether the function reads local `l` exactly once (so the one
+    /// instruction reading it may take over its write). Parameters never
+    /// qualify: their write is the caller's.
+    fn single_use(&self, l: ral_ir::LocalId) -> bool {
+        self.local_uses.get(l.0 as usize).copied() == Some(1)
     }
 
-    /// Peephole for `copy dst, src`: when the previous instruction wrote
-    /// `src`, nothing jumps here, and `src` is read nowhere else, that
-    /// instruction writes `dst` directly and the copy disappears.
+    /// Peephole for `copy dst, src` where `src` holds a local read only by
+    /// this copy: when a recent instruction wrote `src` and nothing jumps
+    /// into the stretch, that instruction writes `dst` directly and the
+    /// copy disappears. (While the local lives, nothing else writes its
+    /// register, so the most recent write of `src` is its definition.)
     fn fold_copy(&mut self, dst: Reg, src: Reg) -> bool {
-        if !self.single_use(src) {
-            return false;
-        }
         // Look back a few instructions in straight-line code for the one
         // that wrote `src`; what lies between must neither read nor write
         // `dst` (it would see or clobber the early write), and nothing may
@@ -509,8 +487,8 @@ impl<'a, 'm> FnCx<'a, 'm> {
 
     /// Emits `if not r[cond] goto 0` (patched later), fusing it with the
     /// comparison that produced `cond` when that Bool is read only here.
-    fn branch_if_false(&mut self, cond: Reg) -> usize {
-        if self.single_use(cond) && !self.labels.contains(&self.here()) {
+    fn branch_if_false(&mut self, cond: Reg, local: Option<ral_ir::LocalId>) -> usize {
+        if local.is_some_and(|l| self.single_use(l)) && !self.labels.contains(&self.here()) {
             let fused = match self.proto.code.last() {
                 Some(Op::LtIntK { dst, lhs, k }) if *dst == cond => Some(Op::JumpIfNotLtIntK {
                     lhs: *lhs,
@@ -664,7 +642,12 @@ impl<'a, 'm> FnCx<'a, 'm> {
             },
             Operand::Local(l) => match self.home(*l)? {
                 Home::Reg(r) if Reg(r) == dst => return Ok(()),
-                Home::Reg(r) => Op::Copy { dst, src: Reg(r) },
+                Home::Reg(r) => {
+                    if self.single_use(*l) && self.fold_copy(dst, Reg(r)) {
+                        return Ok(());
+                    }
+                    Op::Copy { dst, src: Reg(r) }
+                }
                 Home::Spill(idx) => Op::SpillLoad {
                     dst,
                     spill: self.spill_reg()?,
@@ -1197,7 +1180,11 @@ impl<'a, 'm> FnCx<'a, 'm> {
                 let mark = self.next;
                 let c = self.operand_reg(cond)?;
                 self.release(mark);
-                let jf = self.branch_if_false(c);
+                let local = match cond {
+                    Operand::Local(l) => Some(*l),
+                    _ => None,
+                };
+                let jf = self.branch_if_false(c, local);
                 self.block(then, dst)?;
                 let jend = self.emit(Op::Jump { target: 0 });
                 let else_at = self.here();
