@@ -65,6 +65,9 @@ use crate::session::{Mobile, SlotId};
 use crate::value::{Func, Record, Value};
 use ral_syntax::Span;
 
+mod hot;
+mod window;
+
 /// How deep builtin callbacks may nest runs of the loop.
 pub const MAX_NESTED_RUNS: usize = 200;
 
@@ -423,6 +426,13 @@ impl Vm {
                 return Err(e);
             }
         };
+        // The fast path trusts what `verify` checks (see `exec/window.rs`).
+        if let Some(e) = compiled.protos.iter().find_map(|p| p.verify().err()) {
+            self.mobile.scope.clear_reservations();
+            return Err(CompileError(format!(
+                "the compiler produced invalid code: {e}"
+            )));
+        }
         if self.frames.is_empty() {
             // A top-level load: this turn's code starts here (see `locate`).
             self.turn_base = base;
@@ -944,14 +954,38 @@ impl Vm {
             .unwrap_or_default()
     }
 
-    /// The loop proper. Returns when the run's bottom frame returns, or with
-    /// the failure of an op (after saving `pc`).
+    /// The loop proper: the fast path ([`Vm::hot`]) runs until it meets
+    /// an instruction it leaves to the general one ([`Vm::step`]), which
+    /// runs that one instruction; then the fast path resumes. Returns when
+    /// the run's bottom frame returns, or with the failure of an op (after
+    /// saving `pc`).
     fn dispatch(&mut self, stop: usize) -> Result<Value, Escape> {
         // A snapshot of the proto table; code compiled during the run
-        // (`use`) extends `self.protos`, and `reload!` picks that up when a
+        // (`use`) extends `self.protos`, and a reload picks that up when a
         // frame names a proto past the snapshot.
         let mut protos = self.protos.clone();
+        loop {
+            self.hot(stop, &protos);
+            if let Some(v) = self.step(stop, &mut protos)? {
+                return Ok(v);
+            }
+        }
+    }
+
+    /// Runs the instruction at the top frame's `pc`, in full generality,
+    /// and saves the machine state; `Some` when that ends the run. (The
+    /// macros that enter a frame set every piece of the loop state; when the
+    /// instruction ends there, some go unread.)
+    #[allow(unused_assignments)]
+    fn step(
+        &mut self,
+        stop: usize,
+        protos: &mut Arc<Vec<Arc<Proto>>>,
+    ) -> Result<Option<Value>, Escape> {
         let mut fi = self.frames.len() - 1;
+        if self.frames[fi].proto as usize >= protos.len() {
+            *protos = self.protos.clone();
+        }
         let mut proto: &Proto = &protos[self.frames[fi].proto as usize];
         let mut code: &[Op] = &proto.code;
         let mut base = self.frames[fi].base as usize;
@@ -961,7 +995,7 @@ impl Vm {
             () => {{
                 fi = self.frames.len() - 1;
                 if self.frames[fi].proto as usize >= protos.len() {
-                    protos = self.protos.clone();
+                    *protos = self.protos.clone();
                 }
                 proto = &protos[self.frames[fi].proto as usize];
                 code = &proto.code;
@@ -1074,31 +1108,37 @@ impl Vm {
             ($v:expr) => {{
                 save!();
                 match self.do_return($v, stop)? {
-                    Some(v) => return Ok(v),
+                    Some(v) => return Ok(Some(v)),
                     None => reload!(),
                 }
             }};
         }
-        // Pushes a frame for closure proto `p` whose window starts at `nb`.
+        // Pushes a frame for closure proto `p` (in the snapshot: the
+        // caller checked) whose window starts at `nb`, and enters it.
         macro_rules! push_frame {
             ($p:expr, $env:expr, $nb:expr, $dst:expr) => {{
                 if self.frames.len() >= self.max_depth {
                     return Err(depth_exceeded(self.max_depth).into());
                 }
                 let nb: usize = $nb;
-                let need = nb + usize::from(protos[$p as usize].n_regs);
+                let p: u32 = $p;
+                let need = nb + usize::from(protos[p as usize].n_regs);
                 if self.regs.len() < need {
                     self.regs.resize(need, Value::Unit);
                 }
                 self.frames.push(Frame {
-                    proto: $p,
+                    proto: p,
                     pc: 0,
                     base: nb as u32,
                     ret: $dst,
                     env: $env,
                     extra: None,
                 });
-                reload!();
+                fi += 1;
+                proto = &protos[p as usize];
+                code = &proto.code;
+                base = nb;
+                pc = 0;
             }};
         }
         // Reuses the current frame for closure proto `p`.
@@ -1706,7 +1746,7 @@ impl Vm {
                     };
                     if let Some((p, env)) = closure_entry(fv, argc, &protos) {
                         tail_enter!(p, env, args, argc);
-                        continue;
+                        break;
                     }
                     let f = fv.clone();
                     let a = self.take_args(base + usize::from(args.0), usize::from(argc));
@@ -1718,7 +1758,7 @@ impl Vm {
                     save!();
                     if let Some((p, env)) = closure_entry(&r!(func), argc, &protos) {
                         tail_enter!(p, env, args, argc);
-                        continue;
+                        break;
                     }
                     let f = r!(func).clone();
                     let a = self.take_args(base + usize::from(args.0), usize::from(argc));
@@ -1818,14 +1858,21 @@ impl Vm {
                                 std::mem::forget(f);
                             }
                         }
-                        reload!();
+                        // The caller ran in this run before, so its proto
+                        // is in the snapshot.
+                        fi -= 1;
+                        let caller = &self.frames[fi];
+                        proto = &protos[caller.proto as usize];
+                        code = &proto.code;
+                        base = caller.base as usize;
+                        pc = caller.pc as usize;
                         let slot = &mut self.regs[base + usize::from(ret.0)];
                         if let (Value::Int(x), Value::Int(n)) = (&mut *slot, &v) {
                             *x = *n;
                         } else {
                             *slot = v;
                         }
-                        continue;
+                        break;
                     }
                     ret!(v)
                 }
@@ -1950,7 +1997,10 @@ impl Vm {
                     feature.name()
                 )))),
             }
+            break;
         }
+        save!();
+        Ok(None)
     }
 
     /// Member `member` of the running closure's group, as a closure value.

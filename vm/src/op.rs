@@ -442,6 +442,534 @@ pub struct Proto {
     pub spans: Vec<Span>,
 }
 
+impl Proto {
+    /// Checks what the fast path of the loop takes on trust: every register
+    /// an instruction names, and every run of registers it reads (a call's
+    /// arguments, a literal's items, a record's fields), lies inside the
+    /// window of `n_regs` registers; every constant and shape index is in
+    /// its table; every jump target is an instruction; and the code ends in
+    /// an instruction that does not fall through. The VM verifies each proto
+    /// when it loads it and refuses one that fails (a compiler bug).
+    pub fn verify(&self) -> Result<(), String> {
+        let n = usize::from(self.n_regs);
+        for (pc, op) in self.code.iter().enumerate() {
+            let fail = |what: String| {
+                format!("{}: instruction {pc} ({}) {what}", self.name, op.mnemonic())
+            };
+            let reg = |r: &Reg| {
+                if usize::from(r.0) < n {
+                    Ok(())
+                } else {
+                    Err(fail(format!("names r{} of a {n}-register window", r.0)))
+                }
+            };
+            let run = |start: &Reg, len: usize| {
+                if usize::from(start.0)
+                    .checked_add(len)
+                    .is_some_and(|end| end <= n)
+                {
+                    Ok(())
+                } else {
+                    Err(fail(format!(
+                        "reads {len} registers from r{} of {n}",
+                        start.0
+                    )))
+                }
+            };
+            let konst = |k: usize| {
+                if k < self.consts.len() {
+                    Ok(())
+                } else {
+                    Err(fail(format!("names constant {k} of {}", self.consts.len())))
+                }
+            };
+            let in_shapes = |s: u32| {
+                if (s as usize) < self.shapes.len() {
+                    Ok(())
+                } else {
+                    Err(fail(format!("names shape {s} of {}", self.shapes.len())))
+                }
+            };
+            let jump_to = |t: u32| {
+                if (t as usize) < self.code.len() {
+                    Ok(())
+                } else {
+                    Err(fail(format!("jumps to {t} of {}", self.code.len())))
+                }
+            };
+            match op {
+                Op::LoadConst { dst, k } => {
+                    reg(dst)?;
+                    konst(k.0 as usize)?;
+                }
+                Op::LoadInt { dst, .. } => {
+                    reg(dst)?;
+                }
+                Op::LoadUnit { dst } => {
+                    reg(dst)?;
+                }
+                Op::LoadBool { dst, .. } => {
+                    reg(dst)?;
+                }
+                Op::Copy { dst, src } => {
+                    reg(dst)?;
+                    reg(src)?;
+                }
+                Op::LoadCapture { dst, .. } => {
+                    reg(dst)?;
+                }
+                Op::LoadSibling { dst, .. } => {
+                    reg(dst)?;
+                }
+                Op::LoadBuiltin { dst, .. } => {
+                    reg(dst)?;
+                }
+                Op::LoadScript { dst } => {
+                    reg(dst)?;
+                }
+                Op::LoadHome { dst } => {
+                    reg(dst)?;
+                }
+                Op::GetGlobal { dst, .. } => {
+                    reg(dst)?;
+                }
+                Op::Define { name, src } => {
+                    reg(src)?;
+                    konst(name.0 as usize)?;
+                }
+                Op::AddInt { dst, lhs, rhs } => {
+                    reg(dst)?;
+                    reg(lhs)?;
+                    reg(rhs)?;
+                }
+                Op::SubInt { dst, lhs, rhs } => {
+                    reg(dst)?;
+                    reg(lhs)?;
+                    reg(rhs)?;
+                }
+                Op::MulInt { dst, lhs, rhs } => {
+                    reg(dst)?;
+                    reg(lhs)?;
+                    reg(rhs)?;
+                }
+                Op::DivInt { dst, lhs, rhs } => {
+                    reg(dst)?;
+                    reg(lhs)?;
+                    reg(rhs)?;
+                }
+                Op::RemInt { dst, lhs, rhs } => {
+                    reg(dst)?;
+                    reg(lhs)?;
+                    reg(rhs)?;
+                }
+                Op::AddIntK { dst, lhs, .. } => {
+                    reg(dst)?;
+                    reg(lhs)?;
+                }
+                Op::LtIntK { dst, lhs, .. } => {
+                    reg(dst)?;
+                    reg(lhs)?;
+                }
+                Op::LeIntK { dst, lhs, .. } => {
+                    reg(dst)?;
+                    reg(lhs)?;
+                }
+                Op::GtIntK { dst, lhs, .. } => {
+                    reg(dst)?;
+                    reg(lhs)?;
+                }
+                Op::GeIntK { dst, lhs, .. } => {
+                    reg(dst)?;
+                    reg(lhs)?;
+                }
+                Op::AddFloat { dst, lhs, rhs } => {
+                    reg(dst)?;
+                    reg(lhs)?;
+                    reg(rhs)?;
+                }
+                Op::SubFloat { dst, lhs, rhs } => {
+                    reg(dst)?;
+                    reg(lhs)?;
+                    reg(rhs)?;
+                }
+                Op::MulFloat { dst, lhs, rhs } => {
+                    reg(dst)?;
+                    reg(lhs)?;
+                    reg(rhs)?;
+                }
+                Op::DivFloat { dst, lhs, rhs } => {
+                    reg(dst)?;
+                    reg(lhs)?;
+                    reg(rhs)?;
+                }
+                Op::RemFloat { dst, lhs, rhs } => {
+                    reg(dst)?;
+                    reg(lhs)?;
+                    reg(rhs)?;
+                }
+                Op::Arith { dst, lhs, rhs, .. } => {
+                    reg(dst)?;
+                    reg(lhs)?;
+                    reg(rhs)?;
+                }
+                Op::NegInt { dst, src } => {
+                    reg(dst)?;
+                    reg(src)?;
+                }
+                Op::NegFloat { dst, src } => {
+                    reg(dst)?;
+                    reg(src)?;
+                }
+                Op::Neg { dst, src } => {
+                    reg(dst)?;
+                    reg(src)?;
+                }
+                Op::Not { dst, src } => {
+                    reg(dst)?;
+                    reg(src)?;
+                }
+                Op::LtInt { dst, lhs, rhs } => {
+                    reg(dst)?;
+                    reg(lhs)?;
+                    reg(rhs)?;
+                }
+                Op::LeInt { dst, lhs, rhs } => {
+                    reg(dst)?;
+                    reg(lhs)?;
+                    reg(rhs)?;
+                }
+                Op::LtFloat { dst, lhs, rhs } => {
+                    reg(dst)?;
+                    reg(lhs)?;
+                    reg(rhs)?;
+                }
+                Op::LeFloat { dst, lhs, rhs } => {
+                    reg(dst)?;
+                    reg(lhs)?;
+                    reg(rhs)?;
+                }
+                Op::LtStr { dst, lhs, rhs } => {
+                    reg(dst)?;
+                    reg(lhs)?;
+                    reg(rhs)?;
+                }
+                Op::LeStr { dst, lhs, rhs } => {
+                    reg(dst)?;
+                    reg(lhs)?;
+                    reg(rhs)?;
+                }
+                Op::Lt { dst, lhs, rhs } => {
+                    reg(dst)?;
+                    reg(lhs)?;
+                    reg(rhs)?;
+                }
+                Op::Le { dst, lhs, rhs } => {
+                    reg(dst)?;
+                    reg(lhs)?;
+                    reg(rhs)?;
+                }
+                Op::Eq { dst, lhs, rhs } => {
+                    reg(dst)?;
+                    reg(lhs)?;
+                    reg(rhs)?;
+                }
+                Op::EqIntK { dst, lhs, .. } => {
+                    reg(dst)?;
+                    reg(lhs)?;
+                }
+                Op::NeIntK { dst, lhs, .. } => {
+                    reg(dst)?;
+                    reg(lhs)?;
+                }
+                Op::Ne { dst, lhs, rhs } => {
+                    reg(dst)?;
+                    reg(lhs)?;
+                    reg(rhs)?;
+                }
+                Op::Jump { target } => {
+                    jump_to(*target)?;
+                }
+                Op::JumpIfFalse { cond, target } => {
+                    reg(cond)?;
+                    jump_to(*target)?;
+                }
+                Op::JumpIfNotLtIntK { lhs, target, .. } => {
+                    reg(lhs)?;
+                    jump_to(*target)?;
+                }
+                Op::JumpIfNotLeIntK { lhs, target, .. } => {
+                    reg(lhs)?;
+                    jump_to(*target)?;
+                }
+                Op::JumpIfNotGtIntK { lhs, target, .. } => {
+                    reg(lhs)?;
+                    jump_to(*target)?;
+                }
+                Op::JumpIfNotGeIntK { lhs, target, .. } => {
+                    reg(lhs)?;
+                    jump_to(*target)?;
+                }
+                Op::JumpIfNotEqIntK { lhs, target, .. } => {
+                    reg(lhs)?;
+                    jump_to(*target)?;
+                }
+                Op::JumpIfNotNeIntK { lhs, target, .. } => {
+                    reg(lhs)?;
+                    jump_to(*target)?;
+                }
+                Op::JumpIfNotLtInt { lhs, rhs, target } => {
+                    reg(lhs)?;
+                    reg(rhs)?;
+                    jump_to(*target)?;
+                }
+                Op::JumpIfNotLeInt { lhs, rhs, target } => {
+                    reg(lhs)?;
+                    reg(rhs)?;
+                    jump_to(*target)?;
+                }
+                Op::JumpIfNotTag { src, tag, target } => {
+                    reg(src)?;
+                    konst(usize::from(*tag))?;
+                    jump_to(*target)?;
+                }
+                Op::TagIs { dst, src, tag } => {
+                    reg(dst)?;
+                    reg(src)?;
+                    konst(tag.0 as usize)?;
+                }
+                Op::Payload { dst, src } => {
+                    reg(dst)?;
+                    reg(src)?;
+                }
+                Op::NoArm { src } => {
+                    reg(src)?;
+                }
+                Op::MakeList { dst, n, start } => {
+                    run(start, usize::from(*n))?;
+                    reg(dst)?;
+                }
+                Op::ListPush { list, src } => {
+                    reg(list)?;
+                    reg(src)?;
+                }
+                Op::ListExtend { list, src } => {
+                    reg(list)?;
+                    reg(src)?;
+                }
+                Op::MakeRecord { dst, shape, start } => {
+                    run(
+                        start,
+                        self.shapes
+                            .get(*shape as usize)
+                            .map_or(usize::MAX, |k| k.len()),
+                    )?;
+                    reg(dst)?;
+                }
+                Op::MakeRecordList { dst, list, shape } => {
+                    reg(dst)?;
+                    in_shapes(*shape)?;
+                    reg(list)?;
+                }
+                Op::RecordSet { key, rec, src } => {
+                    reg(rec)?;
+                    konst(key.0 as usize)?;
+                    reg(src)?;
+                }
+                Op::MapNew { dst } => {
+                    reg(dst)?;
+                }
+                Op::MapSpread { map, src } => {
+                    reg(map)?;
+                    reg(src)?;
+                }
+                Op::MapInsert { key, map, src } => {
+                    reg(map)?;
+                    reg(key)?;
+                    reg(src)?;
+                }
+                Op::MakeVariant { dst, payload, tag } => {
+                    reg(dst)?;
+                    konst(tag.0 as usize)?;
+                    reg(payload)?;
+                }
+                Op::MakeTag { dst, tag } => {
+                    reg(dst)?;
+                    konst(tag.0 as usize)?;
+                }
+                Op::MakeClosure { dst, n, start, .. } => {
+                    run(start, usize::from(*n))?;
+                    reg(dst)?;
+                }
+                Op::MakeClosureList { dst, list, .. } => {
+                    reg(dst)?;
+                    reg(list)?;
+                }
+                Op::Interp { dst, n, start } => {
+                    run(start, usize::from(*n))?;
+                    reg(dst)?;
+                }
+                Op::IndexList { base, dst, key } => {
+                    reg(dst)?;
+                    reg(base)?;
+                    reg(key)?;
+                }
+                Op::IndexField { base, dst, key } => {
+                    reg(dst)?;
+                    reg(base)?;
+                    konst(key.0 as usize)?;
+                }
+                Op::IndexMap { base, dst, key } => {
+                    reg(dst)?;
+                    reg(base)?;
+                    reg(key)?;
+                }
+                Op::IndexDyn { base, dst, key } => {
+                    reg(dst)?;
+                    reg(base)?;
+                    reg(key)?;
+                }
+                Op::MatchList { src, .. } => {
+                    reg(src)?;
+                }
+                Op::ListAt { dst, src, .. } => {
+                    reg(dst)?;
+                    reg(src)?;
+                }
+                Op::ListFrom { dst, src, .. } => {
+                    reg(dst)?;
+                    reg(src)?;
+                }
+                Op::SpillEnter { spill, .. } => {
+                    reg(spill)?;
+                }
+                Op::SpillLoad { dst, spill, .. } => {
+                    reg(dst)?;
+                    reg(spill)?;
+                }
+                Op::SpillStore { spill, src, .. } => {
+                    reg(spill)?;
+                    reg(src)?;
+                }
+                Op::Call {
+                    argc,
+                    args,
+                    dst,
+                    func,
+                } => {
+                    run(args, usize::from(*argc))?;
+                    reg(func)?;
+                    reg(dst)?;
+                }
+                Op::CallGlobal {
+                    argc, args, dst, ..
+                } => {
+                    run(args, usize::from(*argc))?;
+                    reg(dst)?;
+                }
+                Op::TailCallGlobal { argc, args, .. } => {
+                    run(args, usize::from(*argc))?;
+                }
+                Op::CallSpread { dst, func, list } => {
+                    reg(func)?;
+                    reg(list)?;
+                    reg(dst)?;
+                }
+                Op::TailCallSpread { func, list } => {
+                    reg(func)?;
+                    reg(list)?;
+                }
+                Op::TailCall { argc, args, func } => {
+                    run(args, usize::from(*argc))?;
+                    reg(func)?;
+                }
+                Op::CallBuiltin {
+                    argc, args, dst, ..
+                } => {
+                    run(args, usize::from(*argc))?;
+                    reg(dst)?;
+                }
+                Op::CallSibling {
+                    argc, args, dst, ..
+                } => {
+                    run(args, usize::from(*argc))?;
+                    reg(dst)?;
+                }
+                Op::TailCallSibling { argc, args, .. } => {
+                    run(args, usize::from(*argc))?;
+                }
+                Op::Return { src } => {
+                    reg(src)?;
+                }
+                Op::Exit { src } => {
+                    reg(src)?;
+                }
+                Op::PushTry { err, target } => {
+                    reg(err)?;
+                    jump_to(*target)?;
+                }
+                Op::PushChain { target } => {
+                    jump_to(*target)?;
+                }
+                Op::PopHandler => {}
+                Op::CaptureBegin => {}
+                Op::CaptureEnd { dst } => {
+                    reg(dst)?;
+                }
+                Op::Echo { dst, list } => {
+                    reg(dst)?;
+                    reg(list)?;
+                }
+                Op::Exec {
+                    args, dst, head, ..
+                } => {
+                    reg(dst)?;
+                    reg(head)?;
+                    reg(args)?;
+                }
+                Op::IoPush => {}
+                Op::Redir { src, .. } => {
+                    reg(src)?;
+                }
+                Op::IoPop => {}
+                Op::PipeBegin => {}
+                Op::PipeStage { .. } => {}
+                Op::PipeLast => {}
+                Op::PipeEnd => {}
+                Op::WithinPush { opts } => {
+                    reg(opts)?;
+                }
+                Op::WithinPop => {}
+                Op::GrantPush { caps } => {
+                    reg(caps)?;
+                }
+                Op::GrantPop => {}
+                Op::PushGuard { target } => {
+                    jump_to(*target)?;
+                }
+                Op::Reraise => {}
+                Op::Unsupported { .. } => {}
+            }
+        }
+        match self.code.last() {
+            None
+            | Some(
+                Op::Return { .. }
+                | Op::Jump { .. }
+                | Op::TailCall { .. }
+                | Op::TailCallGlobal { .. }
+                | Op::TailCallSibling { .. }
+                | Op::TailCallSpread { .. }
+                | Op::Exit { .. },
+            ) => Ok(()),
+            Some(other) => Err(format!(
+                "{}: the code ends in {}, which falls through",
+                self.name,
+                other.mnemonic()
+            )),
+        }
+    }
+}
+
 impl Op {
     /// The session slot this instruction reads, if it reads one.
     // Every other instruction works on registers, constants, captures and
