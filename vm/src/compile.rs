@@ -302,13 +302,7 @@ impl<'a, 'm> FnCx<'a, 'm> {
                 slots: area.slots,
             });
         }
-        for s in &f.body.stmts {
-            cx.stmt(s)?;
-        }
-        let mark = cx.next;
-        let r = cx.operand_reg(&f.body.result)?;
-        cx.emit(Op::Return { src: r });
-        cx.release(mark);
+        cx.block_returning(&f.body)?;
         // `r0` is read by `Return` of an arity-0 empty body at least; the
         // arguments arrive in `r[0..n_params]`.
         cx.proto.n_regs = cx.proto.n_regs.max(1).max(n_params);
@@ -763,6 +757,110 @@ impl<'a, 'm> FnCx<'a, 'm> {
         Ok(t)
     }
 
+    /// Compiles `b` as the end of the function: its statements, then a
+    /// return of its result. When the last statement is an `if` or a `case`
+    /// whose value is the block's, each branch returns its own result
+    /// instead of joining to copy it and return once.
+    fn block_returning(&mut self, b: &Block) -> R<()> {
+        let (last, init) = match b.stmts.split_last() {
+            Some((last, init)) if returns_result(last, &b.result) => (Some(last), init),
+            _ => (None, &b.stmts[..]),
+        };
+        for s in init {
+            self.stmt(s)?;
+        }
+        if let Some(last) = last {
+            return self.stmt_returning(last);
+        }
+        // After a tail call nothing runs, unless a jump lands here.
+        let tail_called = matches!(
+            self.proto.code.last(),
+            Some(
+                Op::TailCall { .. }
+                    | Op::TailCallGlobal { .. }
+                    | Op::TailCallSibling { .. }
+                    | Op::TailCallSpread { .. }
+            )
+        );
+        if tail_called && !self.labels.contains(&self.here()) {
+            return Ok(());
+        }
+        let mark = self.next;
+        let r = self.operand_reg(&b.result)?;
+        self.emit(Op::Return { src: r });
+        self.release(mark);
+        Ok(())
+    }
+
+    /// An `if` or `case` statement in return position (see
+    /// [`FnCx::block_returning`]): each branch ends the function.
+    fn stmt_returning(&mut self, s: &ral_ir::Stmt) -> R<()> {
+        self.span = s.span;
+        match &s.expr {
+            Expr::If {
+                cond,
+                then,
+                otherwise,
+            } => {
+                let mark = self.next;
+                let c = self.operand_reg(cond)?;
+                self.release(mark);
+                let local = match cond {
+                    Operand::Local(l) => Some(*l),
+                    _ => None,
+                };
+                let jf = self.branch_if_false(c, local);
+                self.block_returning(then)?;
+                let else_at = self.here();
+                self.patch(jf, else_at);
+                self.block_returning(otherwise)
+            }
+            Expr::Case { scrutinee, arms } => {
+                let mark = self.next;
+                let s = self.operand_reg(scrutinee)?;
+                for arm in arms {
+                    let test = self.tag_test(s, &arm.tag)?;
+                    let m = self.next;
+                    let (p, slot) = self.def_reg(arm.payload)?;
+                    self.emit(Op::Payload { dst: p, src: s });
+                    self.store_def(p, slot)?;
+                    self.release(m);
+                    self.block_returning(&arm.body)?;
+                    let next = self.here();
+                    self.patch(test, next);
+                }
+                self.emit(Op::NoArm { src: s });
+                self.release(mark);
+                Ok(())
+            }
+            _ => err("stmt_returning on a statement that is not an if or a case"),
+        }
+    }
+
+    /// Emits the test that skips a `case` arm unless `r[s]` is tagged `tag`
+    /// (patched later); returns the jump's index.
+    fn tag_test(&mut self, s: Reg, tag: &Arc<str>) -> R<usize> {
+        let tag = self.str_const(tag)?;
+        Ok(match u16::try_from(tag.0) {
+            Ok(tag) => self.emit(Op::JumpIfNotTag {
+                src: s,
+                tag,
+                target: 0,
+            }),
+            Err(_) => {
+                let mark = self.next;
+                let t = self.temp()?;
+                self.emit(Op::TagIs {
+                    dst: t,
+                    src: s,
+                    tag,
+                });
+                self.release(mark);
+                self.emit(Op::JumpIfFalse { cond: t, target: 0 })
+            }
+        })
+    }
+
     /// Compiles `block`'s statements and moves its result into `dst`.
     fn block(&mut self, b: &Block, dst: Reg) -> R<()> {
         for s in &b.stmts {
@@ -1197,25 +1295,7 @@ impl<'a, 'm> FnCx<'a, 'm> {
                 let s = self.operand_reg(scrutinee)?;
                 let mut ends = Vec::with_capacity(arms.len());
                 for arm in arms {
-                    let tag = self.str_const(&arm.tag)?;
-                    let test = match u16::try_from(tag.0) {
-                        Ok(tag) => self.emit(Op::JumpIfNotTag {
-                            src: s,
-                            tag,
-                            target: 0,
-                        }),
-                        Err(_) => {
-                            let mark = self.next;
-                            let t = self.temp()?;
-                            self.emit(Op::TagIs {
-                                dst: t,
-                                src: s,
-                                tag,
-                            });
-                            self.release(mark);
-                            self.emit(Op::JumpIfFalse { cond: t, target: 0 })
-                        }
-                    };
+                    let test = self.tag_test(s, &arm.tag)?;
                     let mark = self.next;
                     let (p, slot) = self.def_reg(arm.payload)?;
                     self.emit(Op::Payload { dst: p, src: s });
@@ -1551,6 +1631,13 @@ impl<'a, 'm> FnCx<'a, 'm> {
         }
         Ok(())
     }
+}
+
+/// Whether `s` is an `if` or a `case` whose value is the block result
+/// `result` (so its branches may return directly).
+fn returns_result(s: &ral_ir::Stmt, result: &Operand) -> bool {
+    matches!(s.expr, Expr::If { .. } | Expr::Case { .. })
+        && s.dst.is_some_and(|d| *result == Operand::Local(d))
 }
 
 /// The immediate for `x + n` / `x - n`, if it fits.

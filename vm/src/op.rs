@@ -959,7 +959,8 @@ impl Proto {
                 | Op::TailCallGlobal { .. }
                 | Op::TailCallSibling { .. }
                 | Op::TailCallSpread { .. }
-                | Op::Exit { .. },
+                | Op::Exit { .. }
+                | Op::NoArm { .. },
             ) => Ok(()),
             Some(other) => Err(format!(
                 "{}: the code ends in {}, which falls through",
