@@ -520,6 +520,53 @@ impl Vm {
         }
     }
 
+    /// A builtin's callback to a closure taking exactly `args.len()`
+    /// arguments (`map`, `filter`, `fold`, handlers): pushes its frame above
+    /// the current one with the arguments in place, and returns the frame
+    /// count to run down to. `None` for anything else (partial or
+    /// over-application, builtins), which takes the general path.
+    fn enter_exact(&mut self, func: &Value, args: &[Value]) -> Option<Result<usize, Failure>> {
+        let Value::Func(arc) = func else {
+            return None;
+        };
+        let Func::Closure {
+            proto, captures, ..
+        } = &**arc
+        else {
+            return None;
+        };
+        let n_regs = match self.protos.get(*proto as usize) {
+            Some(p) if usize::from(p.n_params) == args.len() => usize::from(p.n_regs),
+            _ => return None,
+        };
+        if self.nested >= MAX_NESTED_RUNS {
+            return Some(Err(Failure::error(format!(
+                "builtin callbacks nested more than {MAX_NESTED_RUNS} deep"
+            ))));
+        }
+        if self.frames.len() >= self.max_depth {
+            return Some(Err(depth_exceeded(self.max_depth)));
+        }
+        let stop = self.frames.len();
+        let base = self.top();
+        let need = base + n_regs.max(args.len());
+        if self.regs.len() < need {
+            self.regs.resize(need, Value::Unit);
+        }
+        for (slot, a) in self.regs[base..].iter_mut().zip(args) {
+            *slot = a.clone();
+        }
+        self.frames.push(Frame {
+            proto: *proto,
+            pc: 0,
+            base: base as u32,
+            ret: Reg(0),
+            env: (!captures.is_empty()).then(|| arc.clone()),
+            extra: None,
+        });
+        Some(Ok(stop))
+    }
+
     /// The first register above the current frame's window.
     fn top(&self) -> usize {
         match self.frames.last() {
@@ -960,13 +1007,19 @@ impl Vm {
     /// the run's bottom frame returns, or with the failure of an op (after
     /// saving `pc`).
     fn dispatch(&mut self, stop: usize) -> Result<Value, Escape> {
-        // A snapshot of the proto table; code compiled during the run
-        // (`use`) extends `self.protos`, and a reload picks that up when a
-        // frame names a proto past the snapshot.
-        let mut protos = self.protos.clone();
+        // The general path runs on a snapshot of the proto table (its arms
+        // call into the whole machine, and code compiled during the run,
+        // by `use`, extends `self.protos`; a reload refreshes the snapshot
+        // when a frame names a proto past it). It is taken the first time
+        // the fast path hands over, so a callback that stays on the fast
+        // path costs no reference count.
+        let mut snapshot: Option<Arc<Vec<Arc<Proto>>>> = None;
         loop {
-            self.hot(stop, &protos);
-            if let Some(v) = self.step(stop, &mut protos)? {
+            if let Some(v) = self.hot(stop) {
+                return Ok(v);
+            }
+            let protos = snapshot.get_or_insert_with(|| self.protos.clone());
+            if let Some(v) = self.step(stop, protos)? {
                 return Ok(v);
             }
         }
@@ -2049,7 +2102,17 @@ impl Vm {
 
 impl Ctx for Vm {
     fn call(&mut self, func: &Value, args: &[Value]) -> Result<Value, Failure> {
-        match self.call_value(func.clone(), args.to_vec()) {
+        let result = match self.enter_exact(func, args) {
+            Some(Ok(stop)) => {
+                self.nested += 1;
+                let r = self.run_loop(stop);
+                self.nested -= 1;
+                r
+            }
+            Some(Err(f)) => return Err(f),
+            None => self.call_value(func.clone(), args.to_vec()),
+        };
+        match result {
             Ok(v) => Ok(v),
             Err(Escape::Fail(f)) => Err(f),
             Err(Escape::Exit(status)) => {

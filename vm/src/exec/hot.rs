@@ -23,26 +23,28 @@ use super::*;
 
 impl Vm {
     /// Runs instructions on the fast path until one must take the general
-    /// path; the top frame's `pc` then points at it.
+    /// path (the top frame's `pc` then points at it: `None`), or until the
+    /// run's bottom frame returns (`Some` of its value).
     #[inline(never)]
-    pub(super) fn hot(&mut self, stop: usize, protos: &Arc<Vec<Arc<Proto>>>) {
+    pub(super) fn hot(&mut self, stop: usize) -> Option<Value> {
         let Vm {
             regs,
             frames,
             mobile,
             max_depth,
+            protos,
             ..
         } = self;
+        // Nothing on the fast path compiles code, so the table is stable.
+        let protos: &Vec<Arc<Proto>> = protos;
         let cancel: &AtomicBool = &mobile.context.cancel;
         let scope = &mobile.scope;
         let max_depth = *max_depth;
         let Some(mut fi) = frames.len().checked_sub(1) else {
-            return;
+            return None;
         };
-        // A frame whose proto is newer than the snapshot: the general path
-        // refreshes the snapshot.
         let Some(first) = protos.get(frames[fi].proto as usize) else {
-            return;
+            return None;
         };
         let mut proto: &Proto = first;
         let mut code: &[Op] = &proto.code;
@@ -53,7 +55,7 @@ impl Vm {
         macro_rules! slow {
             () => {{
                 frames[fi].pc = (pc - 1) as u32;
-                return;
+                return None;
             }};
         }
         macro_rules! r {
@@ -436,9 +438,8 @@ impl Vm {
                     }
                 }
                 Op::Return { src } => {
-                    // Returning to a caller in this run, with no leftover
-                    // arguments to apply; anything else is general.
-                    if fi <= stop || frames[fi].extra.is_some() {
+                    // With leftover arguments to apply, the general path.
+                    if frames[fi].extra.is_some() {
                         slow!()
                     }
                     let v = if let Value::Int(n) = r!(src) {
@@ -454,6 +455,10 @@ impl Vm {
                         if f.env.is_none() && f.extra.is_none() {
                             std::mem::forget(f);
                         }
+                    }
+                    // The run's bottom frame: the run's value.
+                    if fi == stop {
+                        return Some(v);
                     }
                     // The caller ran in this run before, so its proto is in
                     // the snapshot.
