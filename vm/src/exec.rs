@@ -120,8 +120,13 @@ struct Frame {
     base: u32,
     ret: Reg,
     env: Option<Arc<Func>>,
-    extra: Option<Box<[Value]>>,
+    /// Arguments left over from an over-application, applied to the
+    /// frame's result (boxed once more so the frame stays small).
+    extra: Option<Box<Vec<Value>>>,
 }
+
+// Frames are pushed and popped on every call: keep them to half a line.
+const _: () = assert!(std::mem::size_of::<Frame>() <= 32);
 
 #[derive(Debug)]
 struct Handler {
@@ -807,7 +812,7 @@ impl Vm {
                 return Ok(Some(value));
             };
             if let Some(extra) = frame.extra.take() {
-                match self.apply(value, extra.into_vec(), Mode::Tail)? {
+                match self.apply(value, *extra, Mode::Tail)? {
                     Applied::Pushed => return Ok(None),
                     Applied::Value(v) => {
                         value = v;
@@ -948,7 +953,7 @@ impl Vm {
             Mode::Push { base, ret } => {
                 self.push_frame(p, env, args, base, ret)?;
                 if let Some(f) = self.frames.last_mut() {
-                    f.extra = rest.map(Vec::into_boxed_slice);
+                    f.extra = rest.map(Box::new);
                 }
             }
             Mode::Tail => {
@@ -965,9 +970,9 @@ impl Vm {
                 f.env = env;
                 if let Some(mut rest) = rest {
                     if let Some(old) = f.extra.take() {
-                        rest.extend(old.into_vec());
+                        rest.extend(*old);
                     }
-                    f.extra = Some(rest.into_boxed_slice());
+                    f.extra = Some(Box::new(rest));
                 }
                 if self.regs.len() < base + n_regs.max(args.len()) {
                     self.regs.resize(base + n_regs.max(args.len()), Value::Unit);
