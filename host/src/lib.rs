@@ -51,4 +51,8 @@ pub use ral_syntax::render::Color;
 pub use ral_syntax::{Diagnostic, SourceId, SourceMap};
 pub use ral_types::EnvEntry;
 pub use ral_vm::caps::Layer;
+/// The one value printer (`ral_vm::display`): the REPL's renderer, and with
+/// [`StringStyle::Words`] the text a host shows a reader who must match
+/// strings exactly.
+pub use ral_vm::display::{render as render_value, RenderOptions, StringStyle};
 pub use ral_vm::{Cause, Failure, Handle, Mobile, Reason, Stdout, Value};
