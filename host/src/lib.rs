@@ -21,6 +21,8 @@
 //!   its bindings; the only rollback is the panic checkpoint), the IO frame
 //!   and the turn wall.
 //! - [`leases`]: the binding lease ledger an embedder may arm.
+//! - [`ide`]: what editors need (colouring from the real lexer, completion
+//!   sites and candidates, fuzzy ranking), for the REPL and `ral --lsp`.
 //! - [`workers`]: the per-shell worker registry and the worker builtins
 //!   (`spawn`, `await`, …, `surface`) every shell installs, and the agent
 //!   forms (`service`, `service-handle`, `detach`) a host installs with
@@ -30,6 +32,7 @@
 //! builtin so tests can reach the panic checkpoint.
 
 mod fault;
+pub mod ide;
 pub mod leases;
 pub mod shell;
 pub mod turn;
