@@ -21,6 +21,8 @@
 //!   its bindings; the only rollback is the panic checkpoint), the IO frame
 //!   and the turn wall.
 //! - [`leases`]: the binding lease ledger an embedder may arm.
+//! - [`interactive`]: plugins, hooks, keybindings and the editor
+//!   interface (`load-plugin`, `_ed-*`) an interactive host installs.
 //! - [`ide`]: what editors need (colouring from the real lexer, completion
 //!   sites and candidates, fuzzy ranking), for the REPL and `ral --lsp`.
 //! - [`workers`]: the per-shell worker registry and the worker builtins
@@ -33,6 +35,7 @@
 
 mod fault;
 pub mod ide;
+pub mod interactive;
 pub mod leases;
 pub mod shell;
 pub mod turn;

@@ -511,6 +511,7 @@ fn row_of(store: &mut TyStore, t: ral_types::Ty) -> Option<Vec<(Label, ral_types
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

@@ -41,7 +41,7 @@ pub fn rank_by<T>(query: &str, mut items: Vec<T>, key: impl Fn(&T) -> &str) -> V
         })
         .collect();
     // Stable: equal scores keep the alphabetical order of the input.
-    scored.sort_by(|a, b| b.0.cmp(&a.0));
+    scored.sort_by_key(|s| std::cmp::Reverse(s.0));
     scored.into_iter().map(|(_, i)| i).collect()
 }
 
@@ -51,6 +51,7 @@ pub fn rank(query: &str, items: Vec<String>) -> Vec<String> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

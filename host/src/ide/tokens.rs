@@ -213,6 +213,7 @@ pub fn heads(program: &Program) -> Vec<(Span, String)> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
