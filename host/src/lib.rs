@@ -37,6 +37,7 @@ mod fault;
 pub mod ide;
 pub mod interactive;
 pub mod leases;
+pub mod lsp;
 pub mod shell;
 pub mod turn;
 pub mod workers;

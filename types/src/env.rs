@@ -30,6 +30,18 @@ pub struct EnvEntry {
     pub weak: bool,
 }
 
+impl EnvEntry {
+    /// The entry for a value of type `t` in `store`, for a host that binds
+    /// a value a checked unit produced (a field of the rc file's result,
+    /// spec §15.3): `t` generalised at the store's current level and
+    /// closed, so it outlives the store.
+    pub fn of_type(store: &mut crate::ty::TyStore, t: crate::ty::Ty) -> EnvEntry {
+        let scheme = store.generalize(t);
+        let (scheme, weak) = crate::infer::close_scheme(store, &scheme);
+        EnvEntry { scheme, weak }
+    }
+}
+
 /// The session environment: name → scheme, persistent across turns.
 #[derive(Clone, Debug, Default)]
 pub struct TypeEnv {

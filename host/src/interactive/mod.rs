@@ -227,6 +227,14 @@ impl Interactive {
         (st.keys_epoch, keys)
     }
 
+    /// Queues messages for the host to show at its next chance (from a
+    /// callback that cannot print without tearing the line being edited).
+    pub fn note(&self, msgs: Vec<String>) {
+        if !msgs.is_empty() {
+            self.lock().notices.extend(msgs);
+        }
+    }
+
     /// Takes the notices waiting to be shown.
     pub fn take_notices(&self) -> Vec<String> {
         std::mem::take(&mut self.lock().notices)
