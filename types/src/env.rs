@@ -42,6 +42,17 @@ impl EnvEntry {
     }
 }
 
+impl EnvEntry {
+    /// The entry for type `t` as it stands in `store`, nothing generalised
+    /// (its free variables are left weak): for a reader that only needs a
+    /// copy that outlives a borrowed store (an editor listing a record's
+    /// fields).
+    pub fn closed(store: &crate::ty::TyStore, t: crate::ty::Ty) -> EnvEntry {
+        let (scheme, weak) = crate::infer::close_scheme(store, &Scheme::mono(t));
+        EnvEntry { scheme, weak }
+    }
+}
+
 /// The session environment: name → scheme, persistent across turns.
 #[derive(Clone, Debug, Default)]
 pub struct TypeEnv {
