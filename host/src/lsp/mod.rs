@@ -107,7 +107,8 @@ pub fn capabilities() -> lsp::ServerCapabilities {
     }
 }
 
-type Error = Box<dyn std::error::Error + Send + Sync>;
+/// A protocol or transport failure.
+pub type Error = Box<dyn std::error::Error + Send + Sync>;
 
 /// The server's documents.
 struct Server {
@@ -115,7 +116,9 @@ struct Server {
     executables: Vec<String>,
 }
 
-fn serve(conn: &Connection) -> Result<(), Error> {
+/// Serves on `conn` until the client shuts down (the stdio server, or an
+/// in-memory connection for benches and tests).
+pub fn serve(conn: &Connection) -> Result<(), Error> {
     let caps = serde_json::to_value(capabilities())?;
     conn.initialize(caps)?;
     let mut server = Server {
