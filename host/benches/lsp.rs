@@ -33,13 +33,17 @@ fn diagnostics(conn: &Connection) -> usize {
 fn edit_to_diagnostics(c: &mut Criterion) {
     let text = ral_benches::generate_typed_program(LINES);
     let (server, client) = Connection::memory();
-    let thread = std::thread::spawn(move || ral_host::lsp::serve(&server).map_err(|e| e.to_string()));
+    let thread =
+        std::thread::spawn(move || ral_host::lsp::serve(&server).map_err(|e| e.to_string()));
     let init = Request::new(
         RequestId::from(1),
         "initialize".into(),
         json!({"processId": null, "rootUri": null, "capabilities": {}}),
     );
-    client.sender.send(Message::Request(init)).unwrap_or_default();
+    client
+        .sender
+        .send(Message::Request(init))
+        .unwrap_or_default();
     let _ = client.receiver.recv();
     let note = |method: &str, params: serde_json::Value| {
         Message::Notification(Notification::new(method.to_owned(), params))
@@ -51,19 +55,22 @@ fn edit_to_diagnostics(c: &mut Criterion) {
     ));
     assert_eq!(diagnostics(&client), 0, "the generated file checks clean");
     let mut version = 1;
-    c.bench_function("lsp/didChange of a 5000-line file to its diagnostics", |b| {
-        b.iter(|| {
-            version += 1;
-            // One line changes each time (a new literal), as typing does.
-            let edited = format!("{text}let edit_{version} = {version}\n");
-            let _ = client.sender.send(note(
-                "textDocument/didChange",
-                json!({"textDocument": {"uri": URI, "version": version},
+    c.bench_function(
+        "lsp/didChange of a 5000-line file to its diagnostics",
+        |b| {
+            b.iter(|| {
+                version += 1;
+                // One line changes each time (a new literal), as typing does.
+                let edited = format!("{text}let edit_{version} = {version}\n");
+                let _ = client.sender.send(note(
+                    "textDocument/didChange",
+                    json!({"textDocument": {"uri": URI, "version": version},
                        "contentChanges": [{"text": edited}]}),
-            ));
-            diagnostics(&client)
-        })
-    });
+                ));
+                diagnostics(&client)
+            })
+        },
+    );
     let _ = client.sender.send(Message::Request(Request::new(
         RequestId::from(2),
         "shutdown".into(),
@@ -77,11 +84,17 @@ fn edit_to_diagnostics(c: &mut Criterion) {
 fn analysis_alone(c: &mut Criterion) {
     let text = ral_benches::generate_typed_program(LINES);
     c.bench_function("lsp/analysis (parse + check) of a 5000-line file", |b| {
-        b.iter(|| ral_host::lsp::analysis::Analysis::new("big.ral", &text).diagnostics().len())
+        b.iter(|| {
+            ral_host::lsp::analysis::Analysis::new("big.ral", &text)
+                .diagnostics()
+                .len()
+        })
     });
     let a = ral_host::lsp::analysis::Analysis::new("big.ral", &text);
     let offset = text.len() / 2;
-    c.bench_function("lsp/hover in a 5000-line file", |b| b.iter(|| a.hover(offset)));
+    c.bench_function("lsp/hover in a 5000-line file", |b| {
+        b.iter(|| a.hover(offset))
+    });
 }
 
 criterion_group! {

@@ -257,3 +257,51 @@ fn a_misspelled_rc_key_refuses_the_file_before_it_runs() {
     assert_eq!(String::from_utf8_lossy(&out.stdout), "=> 'still-a-shell'\n");
     assert_eq!(out.status.code(), Some(0));
 }
+
+/// `help` lists what this shell installs, in sorted sections: the REPL's
+/// plugin commands are there, exarch's forms and `_` names are not; a
+/// batch `ral` has no `load-plugin`.
+#[test]
+fn help_lists_the_installed_surface() {
+    use std::io::Write;
+    let dir = scratch("help");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ral"))
+        .args(["-i", "--norc"])
+        .env("NO_COLOR", "1")
+        .env("XDG_CONFIG_HOME", dir.join("cfg"))
+        .env("HOME", dir.join("home"))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(b"help\n").unwrap();
+    let out = child.wait_with_output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let builtins = text.find("Builtins:\n").expect("a Builtins section");
+    let prelude = text.find("Prelude:\n").expect("a Prelude section");
+    assert!(builtins < prelude, "{text}");
+    assert!(text.contains("  load-plugin "), "{text}");
+    assert!(text.contains("  map "), "{text}");
+    assert!(!text.contains("_ed-"), "{text}");
+    assert!(!text.contains("service-handle"), "{text}");
+    // Sorted within a section.
+    let section: Vec<&str> = text[builtins..prelude]
+        .lines()
+        .skip(1)
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    let mut sorted = section.clone();
+    sorted.sort_unstable();
+    assert_eq!(section, sorted);
+    // --norc read nothing and wrote no skeleton.
+    assert!(!dir.join("cfg/ral/rc").exists());
+
+    let batch = Command::new(env!("CARGO_BIN_EXE_ral"))
+        .args(["-c", "help"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&batch.stdout);
+    assert!(text.contains("Builtins:"), "{text}");
+    assert!(!text.contains("load-plugin"), "{text}");
+}
