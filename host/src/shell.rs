@@ -801,6 +801,12 @@ impl Shell {
         self.vm.max_depth = frames;
     }
 
+    /// Whether `name` runs on this session's machine (the VM's own or a
+    /// host builtin installed on it).
+    pub fn has_builtin(&self, name: &str) -> bool {
+        self.vm.has_builtin(name)
+    }
+
     /// Installs host builtins on the session's machine (and on every
     /// machine it forks): what an interactive host adds (`load-plugin`,
     /// the editor interface). Each `name` must be a row of the builtin

@@ -283,7 +283,11 @@ impl Interactive {
     fn lifecycle(&self, shell: &mut Shell, kind: HookKind, event: Value) -> Vec<String> {
         let mut reports = Vec::new();
         for (plugin, hook) in self.hooks(kind) {
+            // A handler of its plugin (so `_ed-state` reaches its cell),
+            // over an empty buffer: no line is being edited.
+            self.begin(&plugin, "", 0, false);
             let (settled, _) = shell.call_value(hook, vec![event.clone()], TurnIo::Inherit);
+            self.end();
             if let Err(msg) = unit_result(settled) {
                 reports.push(format!("plugin {plugin}: {} hook: {msg}", kind.name()));
             }

@@ -525,8 +525,8 @@ mod tests {
     fn one_command_per_handler_outcome() {
         assert_eq!(edit_command("ab", 1, "ab", 1), Cmd::Noop);
         assert_eq!(
-            edit_command("echo x", 5, "echo hi x", 7),
-            Cmd::Replace(Movement::BeginningOfLine, Some("echo hi".into()))
+            edit_command("echo x", 5, "echo hi x", 8),
+            Cmd::Replace(Movement::BeginningOfLine, Some("echo hi ".into()))
         );
         assert_eq!(
             edit_command("echo x", 5, "ls", 1),
