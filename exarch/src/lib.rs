@@ -6,7 +6,7 @@
 //!
 //! - [`message`], [`provider`]: the conversation and the two wire formats
 //!   (tokio and the HTTP client live only in `provider`);
-//! - [`tool`], [`terminal`], [`value_text`], [`render`]: the tool's input
+//! - [`tool`], [`terminal`], [`render`]: the tool's input
 //!   and the result string the model reads;
 //! - [`shell_eval`], [`bus`], [`session`]: one call as a turn on the shell
 //!   (the per-call IO frame, the pump and its completion flag, the durable
@@ -31,4 +31,3 @@ pub mod session;
 pub mod shell_eval;
 pub mod terminal;
 pub mod tool;
-pub mod value_text;

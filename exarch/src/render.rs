@@ -25,8 +25,34 @@
 //! failing step did not complete and the steps after it did not run; the
 //! model should resume, not replay. Nothing here ever says a failed call's
 //! bindings were discarded, because they were not.
+//!
+//! The VALUE section is [`value_text`]: ral's one value printer
+//! ([`ral_host::render_value`]) in its [`StringStyle::Words`] style, so a
+//! top-level string is its own text (the model must match it exactly when
+//! editing; the section clip bounds it) and everything else is ral notation
+//! with nested strings as bare words where they read back.
+
+use ral_host::{render_value, RenderOptions, StringStyle, Value};
 
 use crate::terminal::reduce;
+
+/// The layout width of the VALUE section.
+const VALUE_WIDTH: usize = 100;
+
+/// The VALUE text of `v`; `None` for `()` (no VALUE section).
+pub fn value_text(v: &Value) -> Option<String> {
+    if matches!(v, Value::Unit) {
+        return None;
+    }
+    let opts = RenderOptions {
+        width: VALUE_WIDTH,
+        // The section clip bounds the text; nothing is elided inside it.
+        max_depth: 48,
+        max_field_chars: usize::MAX,
+        strings: StringStyle::Words,
+    };
+    Some(render_value(v, &opts))
+}
 
 /// Section limits, in bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -280,6 +306,19 @@ fn ceil_char(s: &str, mut i: usize) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn value_text_is_the_words_style_of_the_one_printer() {
+        assert_eq!(value_text(&Value::Unit), None);
+        assert_eq!(value_text(&Value::str("it's\n")), Some("it's\n".into()));
+        assert_eq!(value_text(&Value::Int(42)), Some("42".into()));
+        assert_eq!(value_text(&Value::Float(3.0)), Some("3.0".into()));
+        let v = Value::variant("ok", Some(Value::variant("some", Some(Value::Int(1)))));
+        assert_eq!(value_text(&v).as_deref(), Some("`ok (`some 1)"));
+        let long = "x".repeat(500);
+        let r = value_text(&Value::list(vec![Value::str(long.clone())])).unwrap_or_default();
+        assert!(r.contains(&long), "a nested string is never cut: {r}");
+    }
 
     fn ran(ending: Ending, status: i32) -> RanCall {
         RanCall {

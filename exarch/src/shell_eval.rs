@@ -28,9 +28,9 @@ use ral_host::{
 use ral_host::workers::WorkerStatus;
 
 use crate::bus::{Emitter, Event};
+use crate::render::value_text;
 use crate::render::{CallOutcome, Ending, FailKind, RanCall, StaticFailure};
 use crate::tool::RalCall;
-use crate::value_text::value_text;
 
 /// The lifetime limit of workers a call detaches.
 pub const DETACHED_LIMIT: Duration = Duration::from_secs(3600);

@@ -21,6 +21,10 @@
 //!   its bindings; the only rollback is the panic checkpoint), the IO frame
 //!   and the turn wall.
 //! - [`leases`]: the binding lease ledger an embedder may arm.
+//! - [`interactive`]: plugins, hooks, keybindings and the editor
+//!   interface (`load-plugin`, `_ed-*`) an interactive host installs.
+//! - [`ide`]: what editors need (colouring from the real lexer, completion
+//!   sites and candidates, fuzzy ranking), for the REPL and `ral --lsp`.
 //! - [`workers`]: the per-shell worker registry and the worker builtins
 //!   (`spawn`, `await`, …, `surface`) every shell installs, and the agent
 //!   forms (`service`, `service-handle`, `detach`) a host installs with
@@ -30,7 +34,10 @@
 //! builtin so tests can reach the panic checkpoint.
 
 mod fault;
+pub mod ide;
+pub mod interactive;
 pub mod leases;
+pub mod lsp;
 pub mod shell;
 pub mod turn;
 pub mod workers;
@@ -51,4 +58,8 @@ pub use ral_syntax::render::Color;
 pub use ral_syntax::{Diagnostic, SourceId, SourceMap};
 pub use ral_types::EnvEntry;
 pub use ral_vm::caps::Layer;
+/// The one value printer (`ral_vm::display`): the REPL's renderer, and with
+/// [`StringStyle::Words`] the text a host shows a reader who must match
+/// strings exactly.
+pub use ral_vm::display::{render as render_value, RenderOptions, StringStyle};
 pub use ral_vm::{Cause, Failure, Handle, Mobile, Reason, Stdout, Value};

@@ -724,6 +724,102 @@ impl Shell {
         }
     }
 
+    /// Applies the function value `func` (a hook, a keybinding handler, a
+    /// prompt block the session holds) to `args` and runs it to its value,
+    /// between turns. The discipline is a turn's: the cancel flag is
+    /// cleared first (so [`CancelHandle::cancel`] stops the call), a panic
+    /// puts the session back as it was and reports `run panicked: …`, and
+    /// with [`TurnIo::Capture`] the call's output is returned instead of
+    /// written to the ambient streams. Nothing is checked (the value is
+    /// already typed) and no binding lands (a call makes none).
+    pub fn call_value(
+        &mut self,
+        func: Value,
+        args: Vec<Value>,
+        io: TurnIo,
+    ) -> (Settled<Value>, Option<Captured>) {
+        let cancel = self.vm.mobile.context.cancel.clone();
+        cancel.store(false, Ordering::SeqCst);
+        self.vm
+            .cancel_cause
+            .store(Cause::Interrupted as u8, Ordering::SeqCst);
+        self.vm.mobile.scope.checkpoint();
+        let context = self.vm.mobile.context.clone();
+        let (ran, captured) = {
+            let frame = IoFrame::install(
+                &mut self.vm,
+                &self.local.workers,
+                &Capabilities::default(),
+                io,
+                None,
+            );
+            let ran = catch_unwind(AssertUnwindSafe(|| frame.vm.call_value(func, args)));
+            (ran, frame.finish())
+        };
+        let settled = match ran {
+            Ok(run) => {
+                self.vm.mobile.scope.commit();
+                self.vm.mobile.scope.clear_reservations();
+                settle(run, false).0
+            }
+            Err(payload) => {
+                self.vm.mobile.scope.rollback();
+                self.vm.mobile.context = context;
+                self.reset_machine();
+                let msg = format!("run panicked: {}", panic_message(&*payload));
+                Settled::Failed(Failure::raised(STATUS_PANICKED, msg))
+            }
+        };
+        (settled, captured)
+    }
+
+    /// Sets environment variable `name` for the session (what the rc
+    /// file's `env` does, spec §15.3): programs the session starts see
+    /// it, and so does `env`.
+    pub fn set_env(&mut self, name: &str, value: &str) {
+        let env = &mut self.vm.mobile.context.env;
+        env.retain(|(n, _)| n != name);
+        env.push((name.to_owned(), Some(value.to_owned())));
+    }
+
+    /// The names of the session's aliases (`alias`, a plugin's), sorted.
+    pub fn alias_names(&self) -> Vec<String> {
+        let mut out: Vec<String> = match self.vm.mobile.context.handlers.first() {
+            Some(Value::List(items)) if is_alias_frame(items) => match items.first() {
+                Some(Value::Record(r)) => r.iter().map(|(k, _)| k.to_string()).collect(),
+                _ => Vec::new(),
+            },
+            _ => Vec::new(),
+        };
+        out.sort();
+        out
+    }
+
+    /// The function-call depth limit (the rc file's `recursion_limit`,
+    /// spec §15.3; 100,000 by default).
+    pub fn set_recursion_limit(&mut self, frames: usize) {
+        self.vm.max_depth = frames;
+    }
+
+    /// Whether `name` runs on this session's machine (the VM's own or a
+    /// host builtin installed on it).
+    pub fn has_builtin(&self, name: &str) -> bool {
+        self.vm.has_builtin(name)
+    }
+
+    /// Installs host builtins on the session's machine (and on every
+    /// machine it forks): what an interactive host adds (`load-plugin`,
+    /// the editor interface). Each `name` must be a row of the builtin
+    /// table that the VM does not implement itself.
+    pub fn register_host_builtin(
+        &mut self,
+        name: &str,
+        arity: u8,
+        func: ral_vm::HostFn,
+    ) -> Result<(), String> {
+        self.vm.register_host_builtin(name, arity, func)
+    }
+
     /// The shell's worker registry, for host policy (a live-worker cap,
     /// idle leases, retention, where `watch` lines go) and inspection.
     pub fn workers(&self) -> &Arc<WorkerRegistry> {
@@ -1031,6 +1127,12 @@ fn finish_static(
     };
     req.lifecycle.after_run(&report);
     report
+}
+
+/// Whether a handler frame is the alias frame (`alias` marks it with
+/// `<aliases>` in its catch-all slot).
+fn is_alias_frame(items: &[Value]) -> bool {
+    matches!(items.get(1), Some(Value::Str(s)) if s.as_str() == "<aliases>")
 }
 
 fn panic_message(payload: &(dyn Any + Send)) -> String {

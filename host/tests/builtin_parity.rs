@@ -51,3 +51,22 @@ fn every_installed_name_is_in_the_table() {
     assert!(vm.register_host_builtin("length", 1, f).is_err());
     reg.shutdown();
 }
+
+/// Every row of the `ral` host's layer runs in the interactive session:
+/// `watch` from the worker registry, `load-plugin`, `unload-plugin` and
+/// the `_ed-*` interface from `Interactive` (spec §14.7, §15.7).
+#[test]
+fn the_interactive_host_installs_every_ral_host_row() {
+    let mut shell = ral_host::Shell::new();
+    let inter = ral_host::interactive::Interactive::new(None);
+    inter.install(&mut shell).unwrap();
+    for b in ral_types::builtin_table().iter() {
+        if b.layer == ral_types::Layer::RalHost {
+            assert!(shell.has_builtin(b.name), "`{}` is not installed", b.name);
+        }
+    }
+    // A shell without the interactive extensions has none of them.
+    let batch = ral_host::Shell::new();
+    assert!(!batch.has_builtin("load-plugin"));
+    assert!(!batch.has_builtin("_ed-text"));
+}

@@ -397,12 +397,14 @@ fn sigterm_and_sigquit_cancel_a_batch_run_with_their_statuses() {
 
 // ------------------------------------------------------- REPL on a pipe
 
-/// `ral -i` with `input` on a pipe: the REPL without a line editor, its
-/// history kept under `state`.
+/// `ral -i` with `input` on a pipe: the REPL without a line editor (the
+/// minimal frontend), its configuration (and the rc skeleton it writes on
+/// first start) under `state`.
 fn repl_on_a_pipe(test: &str, input: &str) -> (Output, PathBuf) {
     let state = scratch(test);
     let mut child = ral_command(&["-i"])
-        .env("XDG_STATE_HOME", &state)
+        .env("XDG_CONFIG_HOME", &state)
+        .env("HOME", &state)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -459,10 +461,9 @@ fn repl_entries_share_one_session() {
     // The failure is reported, and nothing claims its binding was undone.
     assert!(stderr.contains("nope"), "{stderr}");
     assert!(!stderr.to_lowercase().contains("roll"), "{stderr}");
-    // Each entry, multi-line ones whole, went to the history file.
-    let history = std::fs::read_to_string(state.join("ral/history")).unwrap();
-    assert!(history.contains("let x = 40"), "{history}");
-    assert!(history.contains("let f = { |y|"), "{history}");
+    // The first start wrote the rc skeleton and said where.
+    assert!(stderr.contains("created"), "{stderr}");
+    assert!(state.join("ral/rc").is_file());
 }
 
 #[test]
@@ -518,7 +519,7 @@ mod terminal {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_ral"));
         cmd.env("NO_COLOR", "1")
             .env("TERM", "xterm")
-            .env("XDG_STATE_HOME", state)
+            .env("XDG_CONFIG_HOME", state)
             .env("HOME", dir)
             .current_dir(dir);
         let mut p = spawn_command(cmd, Some(10_000)).expect("ral starts in a pty");
@@ -556,7 +557,9 @@ mod terminal {
         p.exp_string(&prompt()).unwrap();
         p.send("let gone = 1").unwrap();
         p.flush().unwrap();
-        p.exp_string("let gone = 1").unwrap();
+        // The editor redraws only what changed, so the line's end is what
+        // shows that all of it arrived.
+        p.exp_string("= 1").unwrap();
         p.send_control('c').unwrap();
         p.exp_string(&prompt()).unwrap();
         entry(&mut p, "return $gone", "unbound-name");

@@ -144,6 +144,12 @@ pub struct Elaboration {
     /// How each name use resolved, keyed by the span of the use (the `$name`
     /// or the bare head): lowering reads this instead of repeating the rules.
     pub names: rustc_hash::FxHashMap<Span, NameRes>,
+    /// The type of every name a pattern or block parameter binds, keyed by
+    /// the span of the name where it is bound (the `binder` of
+    /// [`NameRes::Local`] and [`NameRes::Forward`]). A `let`'s entry is the
+    /// type before generalisation; read it through [`Checked::store`].
+    /// Editors use it (hover on a binder); lowering does not.
+    pub binders: rustc_hash::FxHashMap<Span, Ty>,
     /// Let patterns whose right-hand side grade was still a variable and
     /// defaulted to p (the only defaulting point, §17.5).
     pub grade_defaults: Vec<NodeId>,
@@ -174,6 +180,12 @@ pub struct Checked {
     pub elab: Elaboration,
     /// The store every `Ty` above lives in.
     pub store: TyStore,
+    /// The computation type of the unit as a whole: its final statement's
+    /// (`Returns Unit` when that is a `let` or there is none). A host that
+    /// holds a file to a contract on its result (the rc file, a plugin
+    /// manifest, spec §15.3, §15.5) reads the row from here before the
+    /// file runs.
+    pub result: Ty,
 }
 
 impl Checked {

@@ -30,6 +30,29 @@ pub struct EnvEntry {
     pub weak: bool,
 }
 
+impl EnvEntry {
+    /// The entry for a value of type `t` in `store`, for a host that binds
+    /// a value a checked unit produced (a field of the rc file's result,
+    /// spec §15.3): `t` generalised at the store's current level and
+    /// closed, so it outlives the store.
+    pub fn of_type(store: &mut crate::ty::TyStore, t: crate::ty::Ty) -> EnvEntry {
+        let scheme = store.generalize(t);
+        let (scheme, weak) = crate::infer::close_scheme(store, &scheme);
+        EnvEntry { scheme, weak }
+    }
+}
+
+impl EnvEntry {
+    /// The entry for type `t` as it stands in `store`, nothing generalised
+    /// (its free variables are left weak): for a reader that only needs a
+    /// copy that outlives a borrowed store (an editor listing a record's
+    /// fields).
+    pub fn closed(store: &crate::ty::TyStore, t: crate::ty::Ty) -> EnvEntry {
+        let (scheme, weak) = crate::infer::close_scheme(store, &Scheme::mono(t));
+        EnvEntry { scheme, weak }
+    }
+}
+
 /// The session environment: name → scheme, persistent across turns.
 #[derive(Clone, Debug, Default)]
 pub struct TypeEnv {

@@ -112,7 +112,7 @@ pub(crate) fn run(
         pending_labels: Vec::new(),
     };
     let mut bindings = Vec::new();
-    cx.stmts(&program.stmts, Some(&mut bindings));
+    let result = cx.stmts(&program.stmts, Some(&mut bindings));
     cx.settle_labels(0, 0);
     cx.finish_indexes();
     let mut closed = Vec::with_capacity(bindings.len());
@@ -126,6 +126,7 @@ pub(crate) fn run(
         closed_bindings: closed,
         elab: cx.elab,
         store: cx.store,
+        result,
     }
 }
 
@@ -759,7 +760,10 @@ impl<'a> Infer<'a> {
     fn pattern(&mut self, p: &Pattern, t: Ty, out: &mut Vec<(String, Ty, Span)>) {
         match &p.kind {
             PatternKind::Wildcard | PatternKind::Error => {}
-            PatternKind::Bind(n) => out.push((n.text.clone(), t, n.span)),
+            PatternKind::Bind(n) => {
+                self.elab.binders.insert(n.span, t);
+                out.push((n.text.clone(), t, n.span));
+            }
             PatternKind::List { items, rest } => {
                 let e = self.store.fresh_value();
                 let l = self.store.list(e);
@@ -771,6 +775,7 @@ impl<'a> Infer<'a> {
                 }
                 if let Some(r) = rest {
                     if r.text != "_" {
+                        self.elab.binders.insert(r.span, l);
                         out.push((r.text.clone(), l, r.span));
                     }
                 }

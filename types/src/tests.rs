@@ -613,3 +613,32 @@ fn large_chains_are_fast_enough() {
     assert_eq!(s.unify(prev, int), Ok(()));
     assert_eq!(show(&s, first), "Integer");
 }
+
+// ---- what editors and hosts read -------------------------------------------
+
+#[test]
+fn the_unit_result_and_binder_types_are_recorded() {
+    let src =
+        "let n = 3\nlet f = { |x y| return $[$x + $y + 1] }\nreturn [edit_mode: vi, bell: false]";
+    let (parsed, checked) = crate::check_source(src, "<t>", &crate::TypeEnv::new());
+    assert!(!parsed.has_errors());
+    let checked = checked.unwrap();
+    assert!(!checked.has_errors(), "{:?}", checked.diagnostics);
+    assert_eq!(
+        show(&checked.store, checked.result),
+        "Returns [edit_mode: String, bell: Bool]"
+    );
+    let at = |name: &str| {
+        let start = src.find(name).unwrap() as u32;
+        let first = name.split(' ').next().unwrap();
+        let span = ral_syntax::Span::new(start, start + first.len() as u32);
+        show(&checked.store, checked.elab.binders[&span])
+    };
+    assert_eq!(at("n ="), "Integer");
+    assert_eq!(at("x y"), "Integer");
+    assert_eq!(at("f ="), "{Integer -> Integer -> Returns Integer}");
+    // A unit ending in a `let` returns Unit.
+    let (_, checked) = crate::check_source("let a = 1", "<t>", &crate::TypeEnv::new());
+    let checked = checked.unwrap();
+    assert_eq!(show(&checked.store, checked.result), "Returns Unit");
+}

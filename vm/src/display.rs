@@ -53,6 +53,17 @@
 //! exceeds [`RenderOptions::max_field_chars`] keeps that many characters and
 //! then shows `…(+N chars)` after its closing quote. Lists are never
 //! shortened element-wise and top-level strings never at all (§4.9).
+//!
+//! # String styles
+//!
+//! The REPL shows strings quoted ([`StringStyle::Quoted`]), so `'007'` and
+//! `007` look different at the prompt. A host that hands values to a reader
+//! who must match text exactly (exarch's VALUE section) asks for
+//! [`StringStyle::Words`] instead: a top-level string or bytes value is its
+//! own text, unquoted and never cut, and a string inside a collection is a
+//! ral word as in the text conversion (bare where that reads back, quoted
+//! otherwise), as are bytes inside one. The layout and elision rules are the
+//! same in both styles; there is one printer.
 
 use std::fmt::Write;
 
@@ -223,6 +234,17 @@ fn write_func(out: &mut String, f: &Func) {
     }
 }
 
+/// How [`render`] spells strings (see the module docs).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum StringStyle {
+    /// Always quoted; bytes as `<N bytes>` (the REPL).
+    #[default]
+    Quoted,
+    /// A top-level string or bytes value as its text; nested ones as ral
+    /// words, bare where they read back.
+    Words,
+}
+
 /// Options for [`render`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RenderOptions {
@@ -232,6 +254,8 @@ pub struct RenderOptions {
     pub max_depth: usize,
     /// A string directly under a key keeps at most this many characters.
     pub max_field_chars: usize,
+    /// How strings are spelled.
+    pub strings: StringStyle,
 }
 
 impl Default for RenderOptions {
@@ -240,6 +264,7 @@ impl Default for RenderOptions {
             width: 80,
             max_depth: 6,
             max_field_chars: 200,
+            strings: StringStyle::Quoted,
         }
     }
 }
@@ -247,7 +272,11 @@ impl Default for RenderOptions {
 /// The interactive rendering of a value (see the module docs).
 pub fn render(value: &Value, opts: &RenderOptions) -> String {
     let mut out = String::new();
-    render_into(&mut out, value, 0, 0, opts);
+    match (opts.strings, value) {
+        (StringStyle::Words, Value::Str(s)) => out.push_str(s),
+        (StringStyle::Words, Value::Bytes(b)) => out.push_str(&String::from_utf8_lossy(b)),
+        _ => render_into(&mut out, value, 0, 0, opts),
+    }
     out
 }
 
@@ -335,20 +364,31 @@ fn write_field_string(out: &mut String, s: &str, opts: &RenderOptions) {
     match s.char_indices().nth(opts.max_field_chars) {
         Some((cut, _)) => {
             let rest = s[cut..].chars().count();
-            write_ral_quoted(out, &s[..cut], Lines::Escaped);
+            write_string(out, &s[..cut], opts);
             let _ = write!(out, "…(+{rest} chars)");
         }
-        None => write_ral_quoted(out, s, Lines::Escaped),
+        None => write_string(out, s, opts),
+    }
+}
+
+/// A string inside a rendered value, in the options' style.
+fn write_string(out: &mut String, s: &str, opts: &RenderOptions) {
+    match opts.strings {
+        StringStyle::Quoted => write_ral_quoted(out, s, Lines::Escaped),
+        StringStyle::Words => write_word(out, s),
     }
 }
 
 /// The one-line rendering, with depth and field elision applied.
 fn write_flat(out: &mut String, value: &Value, depth: usize, opts: &RenderOptions) {
     match value {
-        Value::Str(s) => write_ral_quoted(out, s, Lines::Escaped),
-        Value::Bytes(b) => {
-            let _ = write!(out, "<{} bytes>", b.len());
-        }
+        Value::Str(s) => write_string(out, s, opts),
+        Value::Bytes(b) => match opts.strings {
+            StringStyle::Quoted => {
+                let _ = write!(out, "<{} bytes>", b.len());
+            }
+            StringStyle::Words => write_word(out, &String::from_utf8_lossy(b)),
+        },
         Value::List(items) => {
             if depth >= opts.max_depth && !items.is_empty() {
                 let _ = write!(out, "[… {} items]", items.len());
@@ -588,6 +628,7 @@ mod tests {
             width: 200,
             max_depth: 2,
             max_field_chars: 5,
+            strings: StringStyle::Quoted,
         };
         let deep = Value::list(vec![Value::list(vec![Value::list(vec![
             1.into(),
@@ -598,5 +639,41 @@ mod tests {
         assert_eq!(render(&r, &o), "[k: 'abcde'…(+3 chars)]");
         // A top-level string is never shortened.
         assert_eq!(render(&Value::str("abcdefgh"), &o), "'abcdefgh'");
+    }
+
+    #[test]
+    fn words_style_reads_like_the_text_conversion() {
+        let o = RenderOptions {
+            width: 100,
+            strings: StringStyle::Words,
+            ..RenderOptions::default()
+        };
+        // A top-level string is its text: unquoted, line feeds kept.
+        assert_eq!(render(&Value::str("it's\n"), &o), "it's\n");
+        assert_eq!(render(&Value::bytes(b"raw".to_vec()), &o), "raw");
+        assert_eq!(render(&Value::Int(42), &o), "42");
+        let v = Value::list(vec![
+            "plain".into(),
+            "two words".into(),
+            "it's".into(),
+            "a\nb".into(),
+            "007".into(),
+            "true".into(),
+        ]);
+        assert_eq!(
+            render(&v, &o),
+            r#"[plain, 'two words', #'it's'#, "a\nb", '007', 'true']"#
+        );
+        assert_eq!(
+            render(&rec(&[("name", "db one".into()), ("port", 5.into())]), &o),
+            "[name: 'db one', port: 5]"
+        );
+        // Too wide: one element per line, at the same layout as Quoted.
+        let items: Vec<Value> = (0..30)
+            .map(|i| Value::str(format!("item-number-{i}")))
+            .collect();
+        let text = render(&Value::list(items), &o);
+        assert!(text.starts_with("[\n  item-number-0,\n"), "{text}");
+        assert!(text.ends_with("  item-number-29,\n]"), "{text}");
     }
 }

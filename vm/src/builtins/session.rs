@@ -128,14 +128,40 @@ pub fn ask(_ctx: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
     Ok(Value::str(line))
 }
 
-/// `help`: the catalogue of builtins and prelude functions.
+/// `help`: the catalogue of what this shell installs (§14.1, §15.4):
+/// sorted `Builtins:` and `Prelude:` sections, each name with its one-line
+/// doc. Names starting with `_` are hidden, and so is a host addition this
+/// host does not install (exarch's forms in `ral`, `load-plugin` outside
+/// the interactive session).
 pub fn help(ctx: &mut dyn Ctx, _: &[Value]) -> Result<Value, Failure> {
+    let table = ral_types::builtin_table();
+    let installed: Vec<&ral_types::Builtin> = {
+        let vm = ctx.vm();
+        let vm = vm.as_deref();
+        table
+            .iter()
+            .filter(|b| !b.name.starts_with('_'))
+            .filter(|b| vm.is_none_or(|vm| vm.has_builtin(b.name)))
+            .collect()
+    };
     let mut out = String::new();
-    for b in ral_types::builtin_table().iter() {
-        if b.name.starts_with('_') {
+    for (title, prelude) in [("Builtins", false), ("Prelude", true)] {
+        let mut names: Vec<&&ral_types::Builtin> = installed
+            .iter()
+            .filter(|b| (b.kind == ral_types::BuiltinKind::Prelude) == prelude)
+            .collect();
+        names.sort_by_key(|b| b.name);
+        if names.is_empty() {
             continue;
         }
-        out.push_str(&format!("{:<18} {}\n", b.name, b.doc));
+        if !out.is_empty() {
+            out.push('\n');
+        }
+        out.push_str(title);
+        out.push_str(":\n");
+        for b in names {
+            out.push_str(&format!("  {:<18} {}\n", b.name, b.doc));
+        }
     }
     ctx.write(out.as_bytes())?;
     Ok(Value::Unit)

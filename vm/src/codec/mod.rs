@@ -202,6 +202,7 @@ pub(crate) fn describe(value: &Value) -> String {
         width: usize::MAX,
         max_depth: 1,
         max_field_chars: FOUND_CHARS,
+        ..RenderOptions::default()
     };
     let shown = render(value, &opts);
     let shown = if shown.chars().count() > FOUND_CHARS {

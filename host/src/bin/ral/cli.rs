@@ -48,6 +48,36 @@ pub struct Batch {
     pub action: Action,
 }
 
+/// An interactive frontend (spec §15.2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Surface {
+    Minimal,
+    Readline,
+    Structural,
+}
+
+impl Surface {
+    pub fn parse(s: &str) -> Option<Surface> {
+        match s {
+            "minimal" => Some(Surface::Minimal),
+            "readline" => Some(Surface::Readline),
+            "structural" => Some(Surface::Structural),
+            _ => None,
+        }
+    }
+}
+
+/// How the interactive session starts (spec §15.1, §16.4).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ReplOptions {
+    /// `--surface`: wins over the rc file's `surface`.
+    pub surface: Option<Surface>,
+    /// `-l`/`--login`: read the login profiles first.
+    pub login: bool,
+    /// `--norc`/`--noprofile`: read no startup file.
+    pub norc: bool,
+}
+
 /// What the command line asks for.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Invocation {
@@ -55,7 +85,9 @@ pub enum Invocation {
     Version,
     Batch(Batch),
     /// The interactive session.
-    Repl,
+    Repl(ReplOptions),
+    /// `--lsp`: the language server on standard input and output.
+    Lsp,
 }
 
 /// A command line that names no valid invocation (status 2).
@@ -74,9 +106,13 @@ options:
   -i             start the interactive session even without a terminal
   -n, --check    parse and type-check only (needs SCRIPT or -c)
   --dump-ast     print the syntax tree to standard error (needs SCRIPT or -c)
-  -l, --login    accepted; startup files are not read yet
+  -l, --login    an interactive login session: read /etc/ral/profile and
+                 ~/.ral_profile before the rc file
   --norc, --noprofile
-                 accepted; startup files are not read yet
+                 read no startup file
+  --surface minimal|readline|structural
+                 the interactive frontend (wins over the rc file's)
+  --lsp          the language server, on standard input and output
   -e, -u         accepted and ignored (compatibility)
   -h, --help     print this help
   -V, --version  print the version
@@ -105,6 +141,7 @@ pub fn parse(args: Vec<OsString>, stdin_is_terminal: bool) -> Result<Invocation,
     let mut force_repl = false;
     let mut action = Action::Run;
     let mut source = None;
+    let mut repl = ReplOptions::default();
     while let Some(arg) = it.next() {
         match arg.as_str() {
             "-h" | "--help" => return Ok(Invocation::Help),
@@ -120,9 +157,20 @@ pub fn parse(args: Vec<OsString>, stdin_is_terminal: bool) -> Result<Invocation,
             "-i" => force_repl = true,
             "-n" | "--check" => action = Action::Check,
             "--dump-ast" => action = Action::DumpAst,
-            // Login and startup files affect only the interactive session,
-            // and it reads none yet; the compatibility flags do nothing.
-            "-l" | "--login" | "--norc" | "--noprofile" | "-e" | "-u" => {}
+            // Login and startup files affect only the interactive session;
+            // the compatibility flags do nothing.
+            "-l" | "--login" => repl.login = true,
+            "--norc" | "--noprofile" => repl.norc = true,
+            "--surface" => match it.next().as_deref().map(Surface::parse) {
+                Some(Some(s)) => repl.surface = Some(s),
+                _ => {
+                    return Err(UsageError(
+                        "--surface needs minimal, readline or structural".to_owned(),
+                    ))
+                }
+            },
+            "--lsp" => return Ok(Invocation::Lsp),
+            "-e" | "-u" => {}
             "--" => {
                 if let Some(file) = it.next() {
                     source = Some(script(file));
@@ -151,7 +199,7 @@ pub fn parse(args: Vec<OsString>, stdin_is_terminal: bool) -> Result<Invocation,
         }
         Some(source) => source,
         None if force_stdin => Source::Stdin,
-        None if force_repl || stdin_is_terminal => return Ok(Invocation::Repl),
+        None if force_repl || stdin_is_terminal => return Ok(Invocation::Repl(repl)),
         None => Source::Stdin,
     };
     Ok(Invocation::Batch(Batch {
@@ -223,8 +271,9 @@ mod tests {
             parse(os(&["-i", "-s"]), true),
             batch(Source::Stdin, &[], Action::Run)
         );
-        assert_eq!(parse(os(&["-i"]), false), Ok(Invocation::Repl));
-        assert_eq!(parse(os(&[]), true), Ok(Invocation::Repl));
+        let repl = Invocation::Repl(ReplOptions::default());
+        assert_eq!(parse(os(&["-i"]), false), Ok(repl.clone()));
+        assert_eq!(parse(os(&[]), true), Ok(repl));
         assert_eq!(
             parse(os(&[]), false),
             batch(Source::Stdin, &[], Action::Run)
@@ -262,6 +311,21 @@ mod tests {
             Err(UsageError("unknown option --frobnicate".into()))
         );
         assert_eq!(parse(os(&["-V", "x"]), true), Ok(Invocation::Version));
+    }
+
+    #[test]
+    fn interactive_options() {
+        assert_eq!(
+            parse(os(&["--surface", "minimal", "--norc", "-l"]), true),
+            Ok(Invocation::Repl(ReplOptions {
+                surface: Some(Surface::Minimal),
+                login: true,
+                norc: true,
+            }))
+        );
+        assert!(parse(os(&["--surface", "fancy"]), true).is_err());
+        assert!(parse(os(&["--surface"]), true).is_err());
+        assert_eq!(parse(os(&["--lsp"]), false), Ok(Invocation::Lsp));
     }
 
     #[cfg(unix)]

@@ -8,6 +8,7 @@
 //! ral -n SCRIPT | -n -c CODE
 //!                          parse and type-check only
 //! ral [-i]                 the interactive session (the REPL)
+//! ral --lsp                the language server on stdin/stdout
 //! ```
 //!
 //! - [`cli`]: the command line and mode selection (spec §16.1, §16.6).
@@ -120,7 +121,8 @@ fn main() -> ExitCode {
             EXIT_OK
         }
         Ok(cli::Invocation::Batch(b)) => batch::run(b, stderr_color()),
-        Ok(cli::Invocation::Repl) => repl::run(stderr_color()),
+        Ok(cli::Invocation::Repl(opts)) => repl::run(&opts, stderr_color()),
+        Ok(cli::Invocation::Lsp) => ral_host::lsp::serve_stdio(),
         Err(cli::UsageError(msg)) => {
             eprintln!("ral: {msg}\n\n{}", cli::USAGE);
             EXIT_USAGE
