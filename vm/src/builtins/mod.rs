@@ -298,15 +298,17 @@ pub fn lookup(name: &str) -> Option<&'static BuiltinDef> {
 pub fn by_table_id(id: ral_types::BuiltinId) -> Option<&'static BuiltinDef> {
     static INDEX: OnceLock<Vec<Option<u16>>> = OnceLock::new();
     let index = INDEX.get_or_init(|| {
-        ral_types::builtin_table()
-            .iter()
-            .map(|b| {
-                REGISTRY
-                    .iter()
-                    .position(|d| d.name == b.name)
-                    .and_then(|i| u16::try_from(i).ok())
-            })
-            .collect()
+        // One table lookup per registry entry (start-up builds this).
+        let table = ral_types::builtin_table();
+        let mut index = vec![None; table.iter().count()];
+        for (i, d) in REGISTRY.iter().enumerate() {
+            if let (Some(id), Ok(i)) = (table.id(d.name), u16::try_from(i)) {
+                if let Some(slot) = index.get_mut(usize::from(id.0)) {
+                    *slot = Some(i);
+                }
+            }
+        }
+        index
     });
     index
         .get(usize::from(id.0))
