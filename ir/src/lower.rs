@@ -1421,6 +1421,29 @@ impl<'a> Lower<'a> {
                 self.apply(f, c, true, s.span)
             }
             Some(HeadRes::Builtin(id)) => self.apply(Operand::Builtin(id), c, true, s.span),
+            Some(HeadRes::Value) | None if !c.redirects.is_empty() => {
+                // A redirect attaches to the whole command, its head
+                // included (§7.4, §17.2 `redirect M redirects`): a forced
+                // head (`!{ echo hi } > f`, `!$b < in`) runs inside the
+                // redirect scope. The arguments and the targets are values,
+                // evaluated first.
+                let args = self.args(c);
+                let redirects = self.redirects(&c.redirects);
+                let span = s.span;
+                let body = self.sub_block(|cx| {
+                    let v = match &c.head {
+                        Head::Atom(a) => cx.atom(a),
+                        Head::Caret(n) => cx.word(&n.text, n.span),
+                    };
+                    if args.is_empty() {
+                        v
+                    } else {
+                        let expr = application(v, args, false);
+                        cx.emit(expr, span)
+                    }
+                });
+                self.emit(Expr::Redirected { body, redirects }, s.span)
+            }
             Some(HeadRes::Value) | None => {
                 let v = match &c.head {
                     Head::Atom(a) => self.atom(a),
@@ -1462,34 +1485,7 @@ impl<'a> Lower<'a> {
     /// `force` (a named head) or returns it.
     fn apply(&mut self, f: Operand, c: &ast::Command, force: bool, span: Span) -> Operand {
         let args = self.args(c);
-        let expr = if args.is_empty() {
-            if force {
-                Expr::Force {
-                    thunk: f,
-                    tail: false,
-                }
-            } else {
-                Expr::Value(f)
-            }
-        } else if args.iter().all(|p| matches!(p, Part::One(_))) {
-            Expr::Call {
-                func: f,
-                args: args
-                    .into_iter()
-                    .filter_map(|p| match p {
-                        Part::One(o) => Some(o),
-                        Part::Spread(_) => None,
-                    })
-                    .collect(),
-                tail: false,
-            }
-        } else {
-            Expr::CallSpread {
-                func: f,
-                args,
-                tail: false,
-            }
-        };
+        let expr = application(f, args, force);
         if c.redirects.is_empty() {
             return self.emit(expr, span);
         }
@@ -1498,8 +1494,12 @@ impl<'a> Lower<'a> {
         self.emit(Expr::Redirected { body, redirects }, span)
     }
 
+    /// The redirects with their targets evaluated in written order (§7.4:
+    /// targets are evaluated before any file opens), listed in the one
+    /// fixed order their files open in: standard input, output, error.
     fn redirects(&mut self, rs: &[ast::Redirect]) -> Vec<Redirect> {
-        rs.iter()
+        let mut out: Vec<Redirect> = rs
+            .iter()
             .map(|r| {
                 let kind = match &r.op {
                     ast::RedirectKind::Write(a) => RedirectKind::Write(self.atom(a)),
@@ -1517,7 +1517,9 @@ impl<'a> Lower<'a> {
                 };
                 Redirect { fd: r.fd, kind }
             })
-            .collect()
+            .collect();
+        out.sort_by_key(|r| r.fd);
+        out
     }
 
     // ---- atoms -----------------------------------------------------------------
@@ -1856,6 +1858,39 @@ impl<'a> Lower<'a> {
 }
 
 /// Marks calls and forces in tail position of `b` (through `if` and `case`).
+/// `f` applied to `args` (a spread among them makes a [`Expr::CallSpread`]);
+/// with no arguments, `f` forced when `force` (a named head) or returned.
+fn application(f: Operand, args: Vec<Part>, force: bool) -> Expr {
+    if args.is_empty() {
+        if force {
+            Expr::Force {
+                thunk: f,
+                tail: false,
+            }
+        } else {
+            Expr::Value(f)
+        }
+    } else if args.iter().all(|p| matches!(p, Part::One(_))) {
+        Expr::Call {
+            func: f,
+            args: args
+                .into_iter()
+                .filter_map(|p| match p {
+                    Part::One(o) => Some(o),
+                    Part::Spread(_) => None,
+                })
+                .collect(),
+            tail: false,
+        }
+    } else {
+        Expr::CallSpread {
+            func: f,
+            args,
+            tail: false,
+        }
+    }
+}
+
 fn mark_tail(b: &mut Block) {
     let result = b.result.clone();
     let Some(last) = b.stmts.last_mut() else {

@@ -562,12 +562,17 @@ impl Vm {
         loop {
             match self.dispatch(stop) {
                 Ok(v) => return Ok(v),
-                Err(Escape::Fail(f)) => {
+                Err(Escape::Fail(mut f)) => {
                     if let Some(status) = self.pending_exit.take() {
                         self.abandon(stop);
                         return Err(Escape::Exit(status));
                     }
-                    if !self.unwind(f.clone(), stop) {
+                    if !self.unwind(&mut f, stop) {
+                        if stop == 0 {
+                            // Leaving the machine's bottom run: the
+                            // pipelines it was in finish here.
+                            self.settle_pipes(0, &mut f);
+                        }
                         let f = self.locate(f);
                         self.abandon(stop);
                         return Err(Escape::Fail(f));
@@ -639,7 +644,7 @@ impl Vm {
     /// abandoned, `within` contexts are restored innermost first.
     fn restore_depths(&mut self, d: Depths) {
         self.io.truncate(d.io);
-        self.pipes.truncate(d.pipes);
+        self.abandon_pipes(d.pipes);
         while self.withins.len() > d.withins {
             if let Some(save) = self.withins.pop() {
                 self.restore_within(save);
@@ -693,7 +698,7 @@ impl Vm {
     /// Transfers control to the innermost handler of this run; false if
     /// there is none.
     #[cold]
-    fn unwind(&mut self, failure: Failure, stop: usize) -> bool {
+    fn unwind(&mut self, failure: &mut Failure, stop: usize) -> bool {
         while let Some(h) = self.handlers.pop() {
             if h.frame <= stop {
                 self.handlers.push(h);
@@ -713,6 +718,7 @@ impl Vm {
                 continue;
             }
             self.frames.truncate(h.frame);
+            self.settle_pipes(h.depth.pipes, failure);
             self.restore_depths(h.depth);
             if h.guard {
                 self.stash.push(failure.clone());
@@ -724,7 +730,7 @@ impl Vm {
             if let Some(err) = h.err {
                 let i = frame.base as usize + usize::from(err.0);
                 if let Some(slot) = self.regs.get_mut(i) {
-                    *slot = error_record(&failure);
+                    *slot = error_record(failure);
                 }
             }
             return true;

@@ -31,8 +31,13 @@
 //! pipe as its input, and the pipeline's value is its value. When it is
 //! done every stage is waited for; the first failure in launch order wins,
 //! except that a non-final stage cut off because its reader went away
-//! (`SIGPIPE`, or `reader-gone` for a ral stage) is forgiven. A stage's
-//! shell-state changes (a `cd` inside it) stay in its fork (§9.7).
+//! (`SIGPIPE`, or `reader-gone` for a ral stage) is forgiven. A failure of
+//! the final stage settles the pipeline on its way out
+//! ([`Vm::settle_pipes`], called by the unwinder): the input is closed,
+//! every stage joined, and an earlier stage's failure replaces it. A
+//! stage's shell-state changes stay with it (§9.7): a non-final stage's in
+//! its fork, the final stage's undone from the context saved when it
+//! started.
 //!
 //! # `within` (§9.1–9.3)
 //!
@@ -40,7 +45,8 @@
 //! before any is installed; then the environment overlay, the directory and
 //! the handler frame go in, and [`crate::Vm`] restores exactly the saved
 //! context when the scope ends, normally or by a failure (unwinding pops
-//! `within` saves with the handler it lands on), undoing a `cd` made inside.
+//! `within` saves with the handler it lands on). A scope with `dir` undoes
+//! a `cd` made inside; one without leaves the directory alone (§9.2).
 
 use std::ffi::OsString;
 use std::fs::{File, OpenOptions};
@@ -64,6 +70,21 @@ use crate::value::{Func, Record, Value};
 pub(crate) struct PipeRun {
     stages: Vec<Stage>,
     next_input: Option<File>,
+    /// Set when the final stage starts: the shell state it may change and
+    /// the IO depth below its input frame.
+    last: Option<LastStage>,
+}
+
+/// What the final stage, which runs on the caller's machine, must not
+/// leave behind: a stage's state changes are private to it (§7.1, §9.7).
+struct LastStage {
+    context: crate::session::Context,
+    /// `handlers_len` of every enclosing `within` (an `alias` made inside
+    /// the stage shifts them when it creates the alias frame).
+    within_lens: Vec<usize>,
+    masked: Vec<usize>,
+    /// `io.len()` before the stage's input frame was pushed.
+    io_depth: usize,
 }
 
 struct Stage {
@@ -74,7 +95,10 @@ struct Stage {
 
 /// What `within` replaced, to put back.
 pub(crate) struct WithinSave {
-    cwd: Option<PathBuf>,
+    /// The working directory before a `dir` option replaced it; `None`
+    /// when the scope has no `dir`, which leaves the directory alone, so a
+    /// `cd` inside it persists (§9.2).
+    cwd: Option<Option<PathBuf>>,
     env_len: usize,
     handlers_len: usize,
 }
@@ -357,7 +381,18 @@ impl Vm {
             })?;
         }
         let (out_plan, out_target) = self.plan(Stream::Out)?;
-        let (err_plan, err_target) = self.plan(Stream::Err)?;
+        let (err_plan, err_target) =
+            if io::same_target(&out_target, &io::resolve(&self.io, Stream::Err)) {
+                // `2>&1`: standard error is standard output's own descriptor,
+                // or the same pumped pipe, so order of writes is kept (§7.4).
+                let plan = match self.target_fd(&out_target)? {
+                    Some(f) => Plan::Direct(Stdio::from(f)),
+                    None => Plan::WithOut,
+                };
+                (plan, out_target.clone())
+            } else {
+                self.plan(Stream::Err)?
+            };
         let launch = Launch {
             name,
             program,
@@ -418,6 +453,13 @@ impl Vm {
                 };
                 let path = self.expand_path(&crate::display::to_text(src))?;
                 self.check_fs(crate::caps::FsOp::Write, &path)?;
+                // `2>` streams (§7.4): diagnostics are not held back until
+                // the command ends, and what landed stays if it fails. Only
+                // standard output's `>` is atomic.
+                let kind = match (stream, kind) {
+                    (Stream::Err, RedirCode::Write) => RedirCode::Stream,
+                    _ => kind,
+                };
                 let (file, pending) = open_output(&path, kind)?;
                 let top = self.top_io()?;
                 let out = Out::File(Arc::new(file));
@@ -445,6 +487,7 @@ impl Vm {
         self.pipes.push(PipeRun {
             stages: Vec::new(),
             next_input: None,
+            last: None,
         });
     }
 
@@ -519,9 +562,20 @@ impl Vm {
         }
     }
 
-    /// The final stage's input frame.
+    /// The final stage's input frame; the shell state the stage must not
+    /// change is saved.
     pub(crate) fn pipe_last(&mut self) -> Result<(), Failure> {
-        let input = self.pipes.last_mut().and_then(|p| p.next_input.take());
+        let last = LastStage {
+            context: self.mobile.context.clone(),
+            within_lens: self.withins.iter().map(|w| w.handlers_len).collect(),
+            masked: self.masked.clone(),
+            io_depth: self.io.len(),
+        };
+        let Some(run) = self.pipes.last_mut() else {
+            return Err(Failure::error("pipeline stage outside a pipeline"));
+        };
+        let input = run.next_input.take();
+        run.last = Some(last);
         let mut frame = IoFrame::default();
         if let Some(f) = input {
             frame.input = In::File(Arc::new(f));
@@ -530,18 +584,48 @@ impl Vm {
         Ok(())
     }
 
-    /// Waits for every stage (see the module docs).
-    pub(crate) fn pipe_end(&mut self) -> Result<(), Failure> {
-        // The final stage's input frame: dropping it closes the last read
-        // end, so a producer still writing is cut off.
-        if let Some(mut f) = self.io.pop() {
-            f.commit()?;
+    /// Puts back the shell state the final stage found.
+    fn restore_last_stage(&mut self, last: LastStage) {
+        self.mobile.context = last.context;
+        for (w, len) in self.withins.iter_mut().zip(last.within_lens) {
+            w.handlers_len = len;
         }
-        let Some(run) = self.pipes.pop() else {
-            return Err(Failure::error("pipeline end without a pipeline"));
-        };
+        self.masked = last.masked;
+    }
+
+    /// A failure is leaving the final stages of the pipelines above `depth`
+    /// (innermost first): each pipeline is finished as its end would have
+    /// finished it, its input closed, its stage state dropped and every
+    /// stage waited for, and the first failure in launch order is the one
+    /// that goes on (§7.6). The final stage is last in launch order, so an
+    /// earlier stage's failure replaces `failure`; a cut non-final stage is
+    /// forgiven, and the run's own cancellation is never replaced.
+    pub(crate) fn settle_pipes(&mut self, depth: usize, failure: &mut Failure) {
+        while self.pipes.len() > depth {
+            let Some(mut run) = self.pipes.pop() else {
+                break;
+            };
+            drop(run.next_input.take());
+            if let Some(last) = run.last.take() {
+                // Dropping the input frame closes the last read end, so a
+                // producer still writing is cut off rather than waited on.
+                self.io.truncate(last.io_depth);
+                self.restore_last_stage(last);
+            }
+            let earlier = self.join_stages(run.stages);
+            let cancelled = matches!(failure.reason, Reason::Cancelled(_))
+                && self.mobile.context.cancel.load(Ordering::Relaxed);
+            if let (Some(f), false) = (earlier, cancelled) {
+                *failure = f;
+            }
+        }
+    }
+
+    /// Waits for every stage thread; the first unforgiven failure in launch
+    /// order. A stage's buffered standard error is written out as it ends.
+    fn join_stages(&mut self, stages: Vec<Stage>) -> Option<Failure> {
         let mut first: Option<Failure> = None;
-        for stage in run.stages {
+        for stage in stages {
             let mut spins = 0u32;
             while !stage.thread.is_finished() {
                 if self.mobile.context.cancel.load(Ordering::Relaxed) {
@@ -560,7 +644,9 @@ impl Vm {
             if let Some(buf) = stage.err {
                 let bytes = buf.take();
                 if !bytes.is_empty() {
-                    self.write_stream(Stream::Err, &bytes)?;
+                    // Nowhere left to report a failed write of a finished
+                    // stage's diagnostics but the stage's own outcome.
+                    let _ = self.write_stream(Stream::Err, &bytes);
                 }
             }
             if let Err(f) = result {
@@ -569,6 +655,33 @@ impl Vm {
                 }
             }
         }
+        first
+    }
+
+    /// Drops the pipelines above `depth` without waiting (a control escape
+    /// passes them by), putting back what their final stages saved.
+    pub(crate) fn abandon_pipes(&mut self, depth: usize) {
+        while self.pipes.len() > depth {
+            if let Some(last) = self.pipes.pop().and_then(|mut r| r.last.take()) {
+                self.restore_last_stage(last);
+            }
+        }
+    }
+
+    /// Waits for every stage (see the module docs).
+    pub(crate) fn pipe_end(&mut self) -> Result<(), Failure> {
+        // The final stage's input frame: dropping it closes the last read
+        // end, so a producer still writing is cut off.
+        if let Some(mut f) = self.io.pop() {
+            f.commit()?;
+        }
+        let Some(mut run) = self.pipes.pop() else {
+            return Err(Failure::error("pipeline end without a pipeline"));
+        };
+        if let Some(last) = run.last.take() {
+            self.restore_last_stage(last);
+        }
+        let first = self.join_stages(run.stages);
         self.poll_cancel()?;
         match first {
             Some(f) => Err(f),
@@ -637,7 +750,7 @@ impl Vm {
         let catch_all = r.get("handler").cloned();
         let ctx = &mut self.mobile.context;
         self.withins.push(WithinSave {
-            cwd: ctx.cwd.clone(),
+            cwd: dir.as_ref().map(|_| ctx.cwd.clone()),
             env_len: ctx.env.len(),
             handlers_len: ctx.handlers.len(),
         });
@@ -664,7 +777,9 @@ impl Vm {
 
     pub(crate) fn restore_within(&mut self, save: WithinSave) {
         let ctx = &mut self.mobile.context;
-        ctx.cwd = save.cwd;
+        if let Some(cwd) = save.cwd {
+            ctx.cwd = cwd;
+        }
         ctx.env.truncate(save.env_len);
         ctx.handlers.truncate(save.handlers_len);
     }
