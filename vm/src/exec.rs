@@ -314,6 +314,36 @@ impl Vm {
         Failure::error("exit")
     }
 
+    /// How many more arguments a function value takes before it runs
+    /// (`None` for a value that is not a function).
+    pub fn arity_of(&self, v: &Value) -> Option<usize> {
+        let Value::Func(f) = v else {
+            return None;
+        };
+        match &**f {
+            Func::Closure { proto, .. } => self
+                .protos
+                .get(*proto as usize)
+                .map(|p| usize::from(p.n_params)),
+            Func::Partial { head, applied } => self
+                .arity_of(&Value::Func(head.clone()))
+                .map(|n| n.saturating_sub(applied.len())),
+            Func::Builtin { id, applied } => {
+                let id = ral_types::BuiltinId(*id);
+                let n = match by_table_id(id) {
+                    Some(def) => usize::from(def.arity),
+                    None => usize::from(
+                        self.host_builtins
+                            .get(usize::from(id.0))
+                            .and_then(Option::as_ref)?
+                            .arity,
+                    ),
+                };
+                Some(n.saturating_sub(applied.len()))
+            }
+        }
+    }
+
     /// Whether `name` runs here: the VM's registry or a host builtin.
     pub fn has_builtin(&self, name: &str) -> bool {
         match ral_types::builtin_table().id(name) {
@@ -1757,10 +1787,9 @@ impl Vm {
                 }
                 Op::Exit { src } => {
                     save!();
-                    let status = if let Value::Int(n) = r!(src) {
-                        i32::try_from(n).unwrap_or(i32::MAX)
-                    } else {
-                        1
+                    let status = match r!(src) {
+                        Value::Int(n) => tri!(exit_status(n)),
+                        _ => 1,
                     };
                     return Err(Escape::Exit(status));
                 }
@@ -2000,6 +2029,20 @@ fn closure_entry(f: &Value, argc: u8, protos: &[Arc<Proto>]) -> Option<(u32, Opt
 // ---- cold helpers ----
 
 #[cold]
+/// The status of `exit n` (§8.8): any integer of the signed 32-bit
+/// exit-code range, carried unchanged to the host (a process host clamps
+/// it to 0..=255, §16.3); anything outside is refused with an ordinary
+/// failure, as `fail` refuses such a status (§8.5). spec/evaluation.md §3.
+pub(crate) fn exit_status(n: i64) -> Result<i32, Failure> {
+    i32::try_from(n).map_err(|_| {
+        Failure::error(format!(
+            "exit: status {n} is outside the signed exit-code range ({} to {})",
+            i32::MIN,
+            i32::MAX
+        ))
+    })
+}
+
 fn depth_exceeded(limit: usize) -> Failure {
     Failure::error(format!("recursion depth limit ({limit} frames) exceeded"))
 }

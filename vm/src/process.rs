@@ -102,6 +102,31 @@ pub fn search_path(name: &str, path: Option<&str>, cwd: &Path) -> Option<PathBuf
     None
 }
 
+/// The first regular file named `name` in `PATH` when none of them is
+/// executable: such a command exists but cannot be run (status 126,
+/// §6.7). Cold: asked only after [`search_path`] found nothing.
+pub fn search_path_unrunnable(name: &str, path: Option<&str>, cwd: &Path) -> Option<PathBuf> {
+    let path = path?;
+    path.split(':').find_map(|dir| {
+        let dir = if dir.is_empty() { "." } else { dir };
+        let candidate = cwd.join(dir).join(name);
+        std::fs::metadata(&candidate)
+            .is_ok_and(|m| m.is_file())
+            .then_some(candidate)
+    })
+}
+
+/// The failure for a file found on `PATH` that cannot be executed.
+pub fn not_runnable(name: &str, file: &Path) -> Failure {
+    let mut f = Failure::new(
+        126,
+        format!("{name}: {} is not executable", file.display()),
+        Reason::NotRunnable,
+    );
+    f.cmd = Some(name.into());
+    f
+}
+
 fn is_executable_file(p: &Path) -> bool {
     match std::fs::metadata(p) {
         Ok(m) => m.is_file() && m.permissions().mode() & 0o111 != 0,

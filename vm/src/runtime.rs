@@ -58,6 +58,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
+use crate::display::to_text;
 use crate::exec::{Escape, Stdin, Stdout, Vm};
 use crate::failure::{Cause, Failure, Reason};
 use crate::io::{self, In, IoFrame, Out, Pending, SharedBuf, Stream, Target};
@@ -233,20 +234,21 @@ impl Vm {
         let Value::List(items) = args else {
             return Err(Failure::error("command arguments are not a list").into());
         };
-        let rendered = render_args(items)?;
         match mode {
             ExecMode::Name => {
                 let name = head.as_str().unwrap_or_default().to_owned();
-                self.dispatch_name(&name, rendered)
+                self.dispatch_name(&name, items)
             }
             ExecMode::External => {
                 let name = head.as_str().unwrap_or_default().to_owned();
+                let rendered = render_os_args(&name, items)?;
                 self.run_external_named(&name, rendered)
                     .map(|()| Value::Unit)
                     .map_err(Escape::from)
             }
             ExecMode::Path => {
                 let path = crate::display::to_text(head);
+                let rendered = render_os_args(&path, items)?;
                 let full = self.expand_path(&path)?;
                 self.run_program(&path, full, rendered)
                     .map(|()| Value::Unit)
@@ -282,7 +284,12 @@ impl Vm {
         registered.then(|| table.id(name).map(|id| id.0)).flatten()
     }
 
-    fn dispatch_name(&mut self, name: &str, args: Vec<String>) -> Result<Value, Escape> {
+    /// Dispatches a bare name (§6.3). A handler, an alias or a base
+    /// handler receives the arguments rendered by the total text
+    /// conversion (§6.4, §6.6), as `echo` writes them; only a program gets
+    /// the narrower operating-system rendering, judged here at the call.
+    fn dispatch_name(&mut self, name: &str, items: &[Value]) -> Result<Value, Escape> {
+        let text_list = || Value::list(items.iter().map(|v| Value::str(to_text(v))).collect());
         let frames = self.mobile.context.handlers.clone();
         // Named handlers, innermost first.
         for (i, frame) in frames.iter().enumerate().rev() {
@@ -291,12 +298,12 @@ impl Vm {
             }
             if let (Some(named), _) = frame_parts(frame) {
                 if let Some(h) = named.get(name) {
-                    let list = Value::list(args.into_iter().map(Value::str).collect());
-                    return self.run_handler(i, h.clone(), vec![list]);
+                    return self.run_handler(i, h.clone(), vec![text_list()]);
                 }
             }
         }
         if BASE_HANDLERS.contains(&name) {
+            let args: Vec<String> = items.iter().map(to_text).collect();
             return self
                 .base_handler(name, &args)
                 .map(|()| Value::Unit)
@@ -304,22 +311,21 @@ impl Vm {
         }
         if let Some(id) = self.host_base_handler(name) {
             // A base handler takes its arguments as one list (§11.5).
-            let list = Value::list(args.into_iter().map(Value::str).collect());
             let handler = Value::Func(Arc::new(Func::Builtin {
                 id,
                 applied: Box::new([]),
             }));
-            return self.call_value(handler, vec![list]);
+            return self.call_value(handler, vec![text_list()]);
         }
         for (i, frame) in frames.iter().enumerate().rev() {
             if self.masked.contains(&i) {
                 continue;
             }
             if let (_, Some(h)) = frame_parts(frame) {
-                let list = Value::list(args.into_iter().map(Value::str).collect());
-                return self.run_handler(i, h.clone(), vec![Value::str(name), list]);
+                return self.run_handler(i, h.clone(), vec![Value::str(name), text_list()]);
             }
         }
+        let args = render_os_args(name, items)?;
         self.run_external_named(name, args)
             .map(|()| Value::Unit)
             .map_err(Escape::from)
@@ -350,6 +356,9 @@ impl Vm {
         match process::search_path(name, path.as_deref(), &cwd) {
             Some(program) => self.run_program(name, program, args),
             None => {
+                if let Some(file) = process::search_path_unrunnable(name, path.as_deref(), &cwd) {
+                    return Err(process::not_runnable(name, &file));
+                }
                 let names: Vec<&str> = ral_types::builtin_table()
                     .iter()
                     .map(|b| b.name)
@@ -1053,20 +1062,38 @@ fn forgiven(f: &Failure) -> bool {
     )
 }
 
-/// Argument rendering for commands (§6.6): scalars and tags become text;
-/// bytes, collections and functions are refused.
-fn render_args(items: &[Value]) -> Result<Vec<String>, Failure> {
+/// The operating-system arguments of a program (§6.6): strings, numbers,
+/// Booleans, `()` (as `()`) and tagged values whose payloads are such
+/// values are formatted; bytes, collections, functions and handles are
+/// refused, naming the program and the argument. This is the only
+/// rendering that can refuse: what a spread contributes is judged here.
+fn render_os_args(cmd: &str, items: &[Value]) -> Result<Vec<String>, Failure> {
+    fn os_text(v: &Value) -> bool {
+        match v {
+            Value::Unit | Value::Bool(_) | Value::Int(_) | Value::Float(_) | Value::Str(_) => true,
+            Value::Variant(var) => var.payload.as_ref().is_none_or(os_text),
+            Value::Bytes(_)
+            | Value::List(_)
+            | Value::Record(_)
+            | Value::Func(_)
+            | Value::Handle(_) => false,
+        }
+    }
     items
         .iter()
-        .map(|v| match v {
-            Value::Unit | Value::Bool(_) | Value::Int(_) | Value::Float(_) | Value::Str(_) => {
-                Ok(crate::display::to_text(v))
+        .enumerate()
+        .map(|(i, v)| {
+            if os_text(v) {
+                Ok(to_text(v))
+            } else {
+                let mut f = Failure::error(format!(
+                    "argument {} is {}, which is not operating-system text",
+                    i + 1,
+                    v.kind_name()
+                ));
+                f.cmd = Some(cmd.into());
+                Err(f)
             }
-            Value::Variant(var) if var.payload.is_none() => Ok(crate::display::to_text(v)),
-            other => Err(Failure::error(format!(
-                "a {} cannot be a command argument",
-                other.kind_name()
-            ))),
         })
         .collect()
 }

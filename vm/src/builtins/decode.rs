@@ -42,14 +42,7 @@ pub fn from_line(ctx: &mut dyn Ctx, _: &[Value]) -> Result<Value, Failure> {
 
 /// `from-lines`: the input's lines.
 pub fn from_lines(ctx: &mut dyn Ctx, _: &[Value]) -> Result<Value, Failure> {
-    let bytes = input(ctx)?;
-    if let Err(e) = std::str::from_utf8(&bytes) {
-        return Err(Failure::error(format!(
-            "from-lines: input is not valid UTF-8 (at byte {})",
-            e.valid_up_to()
-        )));
-    }
-    Ok(lines::decode_lines(&bytes))
+    Ok(lines::decode_lines(&input(ctx)?))
 }
 
 /// `from-json`: one JSON value.

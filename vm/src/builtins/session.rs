@@ -51,10 +51,29 @@ pub fn alias(ctx: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
         return Err(Failure::error(format!("alias: invalid name {name:?}")));
     }
     let arm = arg(args, 1)?.clone();
-    if !matches!(arm, Value::Func(_)) {
-        return Err(Failure::error("alias: the arm must be a block"));
-    }
     let vm = ctx.vm().ok_or_else(no_vm)?;
+    // The checker holds a written arm to `standsFor` (§17.7); this is the
+    // same rule's arity half for an arm it could not see, checked before
+    // anything is installed.
+    match vm.arity_of(&arm) {
+        Some(1) => {}
+        Some(0) => {
+            return Err(Failure::error(format!(
+                "alias: the arm for `{name}` is a bare block; an arm takes the argument list: `{{ |args| … }}`"
+            )))
+        }
+        Some(n) => {
+            return Err(Failure::error(format!(
+                "alias: the arm for `{name}` takes {n} arguments; an arm takes one, the argument list"
+            )))
+        }
+        None => {
+            return Err(Failure::error(format!(
+                "alias: the arm for `{name}` is {}, not a block",
+                arm.kind_name()
+            )))
+        }
+    }
     let handlers = &mut vm.mobile.context.handlers;
     if alias_frame(handlers).is_none() {
         handlers.insert(
