@@ -316,6 +316,10 @@ impl Shell {
         if self.vm.script.as_str() != req.script_name {
             self.vm.script = Arc::new(req.script_name.to_owned());
         }
+        // What a `use` in this turn is checked against, and what `explain`
+        // reports: the session's types (the VM adds this turn's as they
+        // land).
+        self.vm.types = self.types.clone();
         // The panic checkpoint: an undo log on the scope (nothing copied)
         // and the dynamic context (small).
         self.vm.mobile.scope.checkpoint();
@@ -338,6 +342,7 @@ impl Shell {
                     let outcome = evaluate(
                         frame.vm,
                         &module,
+                        Arc::new(ral_vm::SourceText::new(req.script_name, text)),
                         &mut self.local.bindings,
                         turn_refs.as_deref(),
                         &mut req,
@@ -885,11 +890,12 @@ enum Evaluated {
 fn evaluate(
     vm: &mut Vm,
     module: &ral_ir::Module,
+    source: Arc<ral_vm::SourceText>,
     ledger: &mut BindingLedger,
     refs: Option<&[String]>,
     req: &mut TurnRequest<'_>,
 ) -> Evaluated {
-    let main = match catch_unwind(AssertUnwindSafe(|| vm.load(module))) {
+    let main = match catch_unwind(AssertUnwindSafe(|| vm.load_source(module, source))) {
         Ok(Ok(main)) => main,
         Ok(Err(e)) => {
             let f = Failure::error(format!("cannot compile this turn: {e}"));
@@ -1072,10 +1078,19 @@ pub fn runtime_diagnostic(f: &Failure, sources: &SourceMap, id: SourceId) -> Opt
 /// that is a cancellation or a panic says so in its message; nothing here
 /// claims a rollback, because a failed run keeps its bindings.
 pub fn render_failure(f: &Failure, shell: &Shell, color: Color) -> String {
-    if let Some((sources, id)) = shell.last_source() {
-        if let Some(d) = runtime_diagnostic(f, sources, id) {
-            return render(&d, sources, color);
+    let mut out = match shell
+        .last_source()
+        .and_then(|(sources, id)| Some((runtime_diagnostic(f, sources, id)?, sources)))
+    {
+        Some((d, sources)) => render(&d, sources, color),
+        None => format!("error[{}]: {f}\n", Code::RuntimeFailure),
+    };
+    // A module's own diagnostics (§10.4) follow the failure's.
+    if let Some(detail) = &f.detail {
+        out.push_str(detail);
+        if !detail.ends_with('\n') {
+            out.push('\n');
         }
     }
-    format!("error[{}]: {f}\n", Code::RuntimeFailure)
+    out
 }

@@ -624,6 +624,7 @@ impl<'a> Lower<'a> {
             id: def,
             name: name.to_owned(),
             span: binder,
+            entry: self.checked.closed_entry(name, binder).cloned(),
         });
         self.emit_void(Expr::Define { def, value }, stmt_span);
         let op = Operand::Global {
@@ -1307,6 +1308,13 @@ impl<'a> Lower<'a> {
     fn arm_block(&mut self, a: &Atom, payload: Option<(Operand, Option<Known>)>) -> Block {
         let b = self.sub_block(|s| {
             if let (Primary::Block(b), true) = (&a.primary, a.indexes.is_empty()) {
+                if payload.is_none() && !b.params.is_empty() {
+                    // An arm that is a function (`if $c { |x| … } else
+                    // { |x| … }`): forcing it in place yields the function
+                    // itself (§8.2, §17.6), which the form returns.
+                    let thunk = s.checked.elab.atom_types.get(a.id).copied();
+                    return s.closure(b, None, thunk, false);
+                }
                 let mut params = b.params.iter();
                 if let (Some((p, known)), Some(pat)) = (payload, params.next()) {
                     s.bind_pattern(pat, p, false, pat.span, known);

@@ -182,6 +182,17 @@ impl Checked {
         self.diagnostics.iter().any(Diagnostic::is_error)
     }
 
+    /// The closed session entry of the top-level binding of `name` whose
+    /// binder is at `span` (what the session environment gets when that
+    /// binding lands).
+    pub fn closed_entry(&self, name: &str, span: ral_syntax::Span) -> Option<&EnvEntry> {
+        let i = self
+            .bindings
+            .iter()
+            .position(|b| b.name == name && b.span == span)?;
+        self.closed_bindings.get(i).map(|(_, e, _)| e)
+    }
+
     /// The printed scheme of the last top-level binding of `name`.
     pub fn binding_type(&self, name: &str) -> Option<String> {
         self.bindings

@@ -20,7 +20,7 @@ use crate::check::Checked;
 use crate::ty::Scheme;
 
 /// One session binding.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct EnvEntry {
     /// The closed scheme.
     pub scheme: Scheme,

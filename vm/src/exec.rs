@@ -205,6 +205,19 @@ pub struct Vm {
     scratch: Vec<Value>,
     nested: usize,
     pending_exit: Option<i32>,
+    /// The sources of the loaded code: `(first proto, source)`, by first
+    /// proto, each covering the protos up to the next entry's (see
+    /// [`Vm::load_source`]); failures get their `site` from it.
+    sources: Arc<Vec<(u32, Arc<crate::failure::SourceText>)>>,
+    /// The session's type environment as of the start of the running
+    /// top-level code (a host sets it each turn); with [`Vm::def_types`]'s
+    /// landed entries it is what a `use` is checked against and what
+    /// `explain` reports (§17.8, §14.1).
+    pub types: ral_types::TypeEnv,
+    /// The schemes of the definitions of the code loaded since the
+    /// top-level load, with the slots they land in: a definition is in the
+    /// session's environment once its slot is filled.
+    def_types: Vec<(SlotId, String, ral_types::EnvEntry)>,
 }
 
 /// A host builtin's implementation: it gets the whole machine (the
@@ -264,6 +277,9 @@ impl Vm {
             scratch: Vec::new(),
             nested: 0,
             pending_exit: None,
+            sources: Arc::new(Vec::new()),
+            types: ral_types::TypeEnv::new(),
+            def_types: Vec::new(),
         }
     }
 
@@ -303,6 +319,9 @@ impl Vm {
             scratch: Vec::new(),
             nested: 0,
             pending_exit: None,
+            sources: self.sources.clone(),
+            types: self.types.clone(),
+            def_types: self.def_types.clone(),
         }
     }
 
@@ -441,6 +460,70 @@ impl Vm {
         self.protos.get(i as usize).map(|p| &**p)
     }
 
+    /// [`Vm::load`], knowing the source the module was written in (its
+    /// name and normalised text), so a failure in its code gets a `site`
+    /// (§8.6). Without one a failure's site is `` `none ``.
+    pub fn load_source(
+        &mut self,
+        module: &ral_ir::Module,
+        source: Arc<crate::failure::SourceText>,
+    ) -> Result<u32, CompileError> {
+        let base = u32::try_from(self.protos.len()).unwrap_or(u32::MAX);
+        let main = self.load(module)?;
+        let sources = Arc::make_mut(&mut self.sources);
+        // Protos past the table's end were retired and their indices are
+        // reused from `base` on.
+        sources.retain(|(first, _)| *first < base);
+        sources.push((base, source));
+        Ok(main)
+    }
+
+    /// The session's type environment now: [`Vm::types`] and the
+    /// definitions of the running code that have landed.
+    pub fn session_types(&self) -> ral_types::TypeEnv {
+        let mut env = self.types.clone();
+        for (slot, name, entry) in &self.def_types {
+            if self.mobile.scope.get(*slot).is_some() {
+                env.insert(name, entry.clone());
+            }
+        }
+        env
+    }
+
+    /// How many definition types are recorded (to drop a module's again).
+    pub(crate) fn def_types_len(&self) -> usize {
+        self.def_types.len()
+    }
+
+    pub(crate) fn truncate_def_types(&mut self, n: usize) {
+        self.def_types.truncate(n);
+    }
+
+    /// Stamps `f` with the site of the instruction the innermost frame is
+    /// executing, unless it has one.
+    #[cold]
+    fn stamp_site(&self, f: &mut Failure) {
+        if f.site.is_some() {
+            return;
+        }
+        let Some(fr) = self.frames.last() else {
+            return;
+        };
+        let Some(span) = self
+            .protos
+            .get(fr.proto as usize)
+            .and_then(|p| p.spans.get((fr.pc as usize).checked_sub(1)?))
+        else {
+            return;
+        };
+        let i = self
+            .sources
+            .partition_point(|(first, _)| *first <= fr.proto);
+        if let Some((_, src)) = i.checked_sub(1).and_then(|i| self.sources.get(i)) {
+            f.site = Some(src.site(span.start));
+        }
+    }
+
     /// Compiles `module` into the program (reserving slots for its
     /// definitions) and returns its `main` proto.
     pub fn load(&mut self, module: &ral_ir::Module) -> Result<u32, CompileError> {
@@ -456,6 +539,16 @@ impl Vm {
         if self.frames.is_empty() {
             // A top-level load: this turn's code starts here (see `locate`).
             self.turn_base = base;
+            self.def_types.clear();
+        }
+        let reserved = self.mobile.scope.reservations();
+        let slots = reserved
+            .get(reserved.len().saturating_sub(module.defs.len())..)
+            .unwrap_or_default();
+        for (d, (_, slot)) in module.defs.iter().zip(slots) {
+            if let Some(e) = &d.entry {
+                self.def_types.push((*slot, d.name.clone(), e.clone()));
+            }
         }
         Arc::make_mut(&mut self.protos).extend(compiled.protos.into_iter().map(Arc::new));
         let mut once = compiled.main_stages;
@@ -597,6 +690,7 @@ impl Vm {
                         self.abandon(stop);
                         return Err(Escape::Exit(status));
                     }
+                    self.stamp_site(&mut f);
                     if !self.unwind(&mut f, stop) {
                         if stop == 0 {
                             // Leaving the machine's bottom run: the
@@ -2299,6 +2393,21 @@ pub fn error_record(f: &Failure) -> Value {
         ("status".into(), Value::Int(i64::from(f.status))),
         ("reason".into(), reason),
         ("message".into(), Value::str(f.message.as_str())),
-        ("site".into(), Value::variant("none", None)),
+        ("site".into(), site_value(f.site.as_ref())),
     ]))
+}
+
+/// `` `just [script, line, col] `` or `` `none `` (§8.6).
+fn site_value(site: Option<&crate::failure::Site>) -> Value {
+    match site {
+        Some(s) => Value::variant(
+            "just",
+            Some(Value::record(Record::from_entries(vec![
+                ("script".into(), Value::str(s.script.as_ref())),
+                ("line".into(), Value::Int(i64::from(s.line))),
+                ("col".into(), Value::Int(i64::from(s.col))),
+            ]))),
+        ),
+        None => Value::variant("none", None),
+    }
 }

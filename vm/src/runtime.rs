@@ -832,7 +832,8 @@ impl Vm {
             .map_err(|f| Failure::new(f.status, format!("use: {}", f.message), f.reason))?;
         let text = std::fs::read_to_string(&file)
             .map_err(|e| Failure::error(format!("use: cannot read {}: {e}", file.display())))?;
-        let (module, text) = compile_module_text(&file, &text)?;
+        let env = self.session_types();
+        let (module, text) = compile_module_text(&file, &text, &env)?;
         self.use_chain.push(real);
         let r = self.run_module_scoped(&module, &text);
         self.use_chain.pop();
@@ -899,7 +900,14 @@ impl Vm {
         let outer = self.mobile.scope.take_reservations();
         let journal = self.mobile.scope.swap_journal(None);
         let saved = self.mobile.scope.clone();
-        let result = match self.load(module) {
+        let def_types = self.def_types_len();
+        let name = self
+            .use_chain
+            .last()
+            .map(|p| p.display().to_string())
+            .unwrap_or_default();
+        let source = Arc::new(crate::failure::SourceText::new(&name, text));
+        let result = match self.load_source(module, source) {
             Ok(main) => {
                 let r = self
                     .run_proto_with(main, Vec::new(), None)
@@ -924,26 +932,30 @@ impl Vm {
         self.mobile.scope.restore_names(&saved);
         self.mobile.scope.put_reservations(outer);
         self.mobile.scope.swap_journal(journal);
+        self.truncate_def_types(def_types);
         match result {
             Ok(_) => Ok(Value::record(Record::from_entries(exports))),
             Err(mut f) => {
-                // Report the module's own place; the caller's trace starts
-                // at the `use`. A nested `use`'s failure is already described.
+                // A failure the module raised keeps its status and reads
+                // `use: message` (§10.4): no file prefix, nothing rendered.
+                // Its site is the module's own place; the caller's
+                // diagnostic is placed at the `use`. A nested `use`'s
+                // failure is already prefixed.
                 let span = f.span.take();
                 f.trace.clear();
                 if !f.message.starts_with("use:") {
-                    let file = self
-                        .use_chain
-                        .last()
-                        .map(|p| display_name(p))
-                        .unwrap_or_default();
-                    f.message = match span {
-                        Some(span) => {
+                    f.message = format!("use: {}", f.message);
+                    if f.detail.is_none() {
+                        if let Some(span) = span {
+                            let file = self
+                                .use_chain
+                                .last()
+                                .map(|p| display_name(p))
+                                .unwrap_or_default();
                             let (line, col) = line_col(text, span.start as usize);
-                            format!("use: {file}:{line}:{col}: {}", f.message)
+                            f.detail = Some(Arc::from(format!("raised at {file}:{line}:{col}")));
                         }
-                        None => format!("use: {file}: {}", f.message),
-                    };
+                    }
                 }
                 Err(f)
             }
@@ -990,31 +1002,50 @@ impl Vm {
     }
 }
 
-/// Parses, checks and lowers a module's text; errors are rendered against
-/// the module's own text (status 2 for syntax, 1 for types, §16.3). Also
-/// returns the text as the spans index it (line endings normalised).
-fn compile_module_text(file: &Path, text: &str) -> Result<(ral_ir::Module, String), Failure> {
+/// Parses, checks (against the session's environment `env`, so the
+/// module sees the bindings that landed before the `use`, §17.8) and lowers
+/// a module's text. A module that does not compile fails with status 2
+/// (syntax) or 1 (types), §16.3: its message is the plain first error, and
+/// its diagnostics, rendered against its own text, are the failure's
+/// detail (§10.4). Also returns the text as the spans index it (line
+/// endings normalised).
+fn compile_module_text(
+    file: &Path,
+    text: &str,
+    env: &ral_types::TypeEnv,
+) -> Result<(ral_ir::Module, String), Failure> {
     use ral_syntax::render::{render_all, Color};
     let mut sources = ral_syntax::SourceMap::new();
     let id = sources.add(file.display().to_string(), text);
+    let refused = |status: i32,
+                   diags: &[ral_syntax::Diagnostic],
+                   sources: &ral_syntax::SourceMap| {
+        let errors: Vec<&ral_syntax::Diagnostic> = diags.iter().filter(|d| d.is_error()).collect();
+        let first = errors
+            .first()
+            .map_or("it does not compile", |d| d.message.as_str());
+        let more = match errors.len() {
+            0 | 1 => String::new(),
+            n => format!(" (and {} more)", n - 1),
+        };
+        let mut f = Failure::raised(
+            status,
+            format!("use: {}: {first}{more}", display_name(file)),
+        );
+        f.detail = Some(Arc::from(render_all(diags, sources, Color::Never)));
+        f
+    };
     let parsed = ral_syntax::parse(sources.text(id), id);
     if parsed.has_errors() {
-        let shown = render_all(&parsed.diagnostics, &sources, Color::Never);
-        return Err(Failure::raised(
-            2,
-            format!("use: {}\n{shown}", file.display()),
-        ));
+        return Err(refused(2, &parsed.diagnostics, &sources));
     }
     let opts = ral_types::CheckOptions { is_script: true };
-    let checked = ral_types::check_program(&parsed.program, id, &ral_types::TypeEnv::new(), &opts);
+    let checked = ral_types::check_program(&parsed.program, id, env, &opts);
     if checked.has_errors() {
-        let shown = render_all(&checked.diagnostics, &sources, Color::Never);
-        return Err(Failure::raised(
-            1,
-            format!("use: {}\n{shown}", file.display()),
-        ));
+        return Err(refused(1, &checked.diagnostics, &sources));
     }
-    let module = ral_ir::lower(&parsed.program, &checked, id);
+    let module =
+        ral_ir::lower_with_session(&parsed.program, &checked, id, &|n| env.get(n).is_some());
     Ok((module, sources.text(id).to_owned()))
 }
 
