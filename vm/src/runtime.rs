@@ -126,6 +126,12 @@ fn frame_parts(v: &Value) -> (Option<&Record>, Option<&Value>) {
     (named, catch)
 }
 
+/// Whether a handler frame is the alias frame (its catch-all slot holds
+/// the marker `builtins::session` puts there).
+fn is_alias_frame(v: &Value) -> bool {
+    matches!(v, Value::List(items) if matches!(items.get(1), Some(Value::Str(s)) if s.as_str() == crate::builtins::session::ALIAS_FRAME))
+}
+
 /// The base handlers this VM implements.
 const BASE_HANDLERS: &[&str] = &["echo"];
 
@@ -271,6 +277,132 @@ impl Vm {
             catch_all.is_some() || named.is_some_and(|r| r.get(name).is_some())
         });
         handled || BASE_HANDLERS.contains(&name) || self.host_base_handler(name).is_some()
+    }
+
+    /// What `explain name` says about where `name` resolves (§14.1,
+    /// §15.4), in the lookup order of §6.3: a session binding, a builtin
+    /// or prelude row, the named handlers (`within` arms and aliases,
+    /// innermost first), a base handler, a catch-all, a program on `PATH`.
+    /// The first that a bare head would reach is what it resolves to; the
+    /// ones it hides are listed under `shadows:`. `None` when nothing
+    /// answers to the name.
+    pub fn describe_name(&self, name: &str) -> Option<String> {
+        let mut found: Vec<String> = Vec::new();
+        let types = self.session_types();
+        if let Some(entry) = types.get(name) {
+            found.push(format!(
+                "{name} : {}
+  a session binding",
+                ral_types::print_scheme(&entry.scheme, None)
+            ));
+        } else if self.mobile.scope.get_named(name).is_some() {
+            found.push(format!(
+                "{name}
+  a session binding (its type is not known here)"
+            ));
+        }
+        let table = ral_types::builtin_table();
+        if let Some(b) = table.get(name) {
+            let kind = match b.kind {
+                ral_types::BuiltinKind::Builtin => "builtin",
+                ral_types::BuiltinKind::Prelude => "prelude function",
+                ral_types::BuiltinKind::Decoder => "decoder",
+                ral_types::BuiltinKind::BaseHandler => "base handler",
+                ral_types::BuiltinKind::Boundary => "checked boundary",
+            };
+            let installed = if self.has_builtin(name) || BASE_HANDLERS.contains(&name) {
+                ""
+            } else {
+                " (not installed in this host)"
+            };
+            let entry = format!(
+                "{name} : {}
+  {}
+  a {kind}{installed}",
+                ral_types::print_scheme(b.scheme(), None),
+                b.doc
+            );
+            // A base handler answers after the named handlers (§6.3).
+            if b.kind != ral_types::BuiltinKind::BaseHandler {
+                found.push(entry);
+            }
+        }
+        let frames = &self.mobile.context.handlers;
+        for frame in frames.iter().rev() {
+            let (named, _) = frame_parts(frame);
+            if let Some(arm) = named.and_then(|r| r.get(name)) {
+                let what = if is_alias_frame(frame) {
+                    "an alias"
+                } else {
+                    "a handler of an enclosing `within`"
+                };
+                found.push(format!(
+                    "{name} : {{[String] -> Command}}
+  {what}: {}",
+                    to_text(arm)
+                ));
+            }
+        }
+        if let Some(b) = table
+            .get(name)
+            .filter(|b| b.kind == ral_types::BuiltinKind::BaseHandler)
+        {
+            found.push(format!(
+                "{name} : {}
+  {}
+  a base handler",
+                ral_types::print_scheme(b.scheme(), None),
+                b.doc
+            ));
+        }
+        if let Some(frame) = frames
+            .iter()
+            .rev()
+            .find(|f| !is_alias_frame(f) && frame_parts(f).1.is_some())
+        {
+            if let (_, Some(h)) = frame_parts(frame) {
+                found.push(format!(
+                    "{name} : {{String -> [String] -> Command}}
+  the catch-all handler of an enclosing `within`: {}",
+                    to_text(h)
+                ));
+            }
+        }
+        let path = self.mobile.context.var("PATH");
+        if let Some(p) = process::search_path(name, path.as_deref(), &self.cwd()) {
+            found.push(format!(
+                "{name} : Command
+  the program {}",
+                p.display()
+            ));
+        } else if let Some(p) = process::search_path_unrunnable(name, path.as_deref(), &self.cwd())
+        {
+            found.push(format!(
+                "{name}
+  a file on PATH that is not executable: {}",
+                p.display()
+            ));
+        }
+        let (first, rest) = found.split_first()?;
+        let mut out = format!(
+            "{first}
+"
+        );
+        if !rest.is_empty() {
+            out.push_str(
+                "  shadows:
+",
+            );
+            for r in rest {
+                let head = r.lines().next().unwrap_or_default();
+                let what = r.lines().last().unwrap_or_default().trim();
+                out.push_str(&format!(
+                    "    {what} ({head})
+"
+                ));
+            }
+        }
+        Some(out)
     }
 
     /// The table id of `name` when it is a base handler the host
