@@ -1428,7 +1428,10 @@ impl<'a> Lower<'a> {
                 let f = self.name_use(&name, c.head.span());
                 self.apply(f, c, true, s.span)
             }
-            Some(HeadRes::Builtin(id)) => self.apply(Operand::Builtin(id), c, true, s.span),
+            Some(HeadRes::Builtin(id)) => {
+                let v = self.apply(Operand::Builtin(id), c, true, s.span);
+                self.admit(s, v)
+            }
             Some(HeadRes::Value) | None if !c.redirects.is_empty() => {
                 // A redirect attaches to the whole command, its head
                 // included (§7.4, §17.2 `redirect M redirects`): a forced
@@ -1464,6 +1467,28 @@ impl<'a> Lower<'a> {
                 }
             }
         }
+    }
+
+    /// A boundary call's value admitted against the type the program uses
+    /// it at (§7.3, §17.3): `_admit door site v`, when the checker froze a
+    /// site for stage `s`.
+    fn admit(&mut self, s: &ast::Stage, v: Operand) -> Operand {
+        let Some(b) = self.checked.elab.boundaries.get(s.id) else {
+            return v;
+        };
+        let Some(admit) = ral_types::builtin_table().id("_admit") else {
+            return v;
+        };
+        let door = Operand::Const(Const::Str(Arc::from(b.door)));
+        let site = Operand::Const(Const::Str(Arc::from(b.site.to_string())));
+        self.emit(
+            Expr::Call {
+                func: Operand::Builtin(admit),
+                args: vec![door, site, v],
+                tail: false,
+            },
+            s.span,
+        )
     }
 
     fn args(&mut self, c: &ast::Command) -> Vec<Part> {

@@ -147,6 +147,18 @@ pub struct Elaboration {
     /// Let patterns whose right-hand side grade was still a variable and
     /// defaulted to p (the only defaulting point, §17.5).
     pub grade_defaults: Vec<NodeId>,
+    /// The boundary calls (a decoder, `use`) whose result the program uses
+    /// at a type it decided, by stage id: the door and the frozen type the
+    /// value is admitted against before the program sees it (§7.3, §17.3).
+    pub boundaries: NodeMap<Boundary>,
+}
+
+/// A boundary call's admission site (see [`crate::admit`]).
+#[derive(Clone, Debug)]
+pub struct Boundary {
+    /// The builtin's name (`from-json`, `use`), for messages.
+    pub door: &'static str,
+    pub site: crate::admit::AdmitSite,
 }
 
 /// One top-level binding and its scheme (may share monomorphic parts with

@@ -70,6 +70,13 @@ struct Infer<'a> {
     /// The handler arms the enclosing `within` forms install, innermost
     /// last: a head they name is of class `arm` in their bodies (§17.3).
     arms: Vec<ArmScope>,
+    /// Boundary calls: the stage, the door and the call's computation type,
+    /// frozen into admission sites once the unit is solved.
+    boundary_calls: Vec<(NodeId, &'static str, Ty)>,
+    /// Uses that fixed a weak position to a constructor with no provenance
+    /// of its own (a builtin's parameter type): the line an admission
+    /// refusal names.
+    boundary_uses: HashMap<Ty, Span>,
 }
 
 /// The arms one `within` installs for its body: named arms with their
@@ -124,11 +131,14 @@ pub(crate) fn run(
         pending_ix: Vec::new(),
         pending_labels: Vec::new(),
         arms: Vec::new(),
+        boundary_calls: Vec::new(),
+        boundary_uses: HashMap::default(),
     };
     let mut bindings = Vec::new();
     cx.stmts(&program.stmts, Some(&mut bindings));
     cx.settle_labels(0, 0);
     cx.finish_indexes();
+    cx.freeze_boundaries();
     let mut closed = Vec::with_capacity(bindings.len());
     for b in &bindings {
         let (scheme, weak) = close_scheme(&cx.store, &b.scheme);
@@ -221,6 +231,16 @@ impl<'a> Infer<'a> {
         p.and_then(|p| self.origins.get(p.0 as usize).copied())
     }
 
+    /// Records `span` as the use that fixed the (weak) position `t` now
+    /// is, unless its constructor already has a provenance: what an
+    /// admission refusal names as the use (§7.3).
+    fn note_boundary_use(&mut self, t: Ty, span: Span) {
+        let t = self.store.find(t);
+        if matches!(self.store.view(t), TyView::Con(_)) && !self.prov.contains_key(&t) {
+            self.boundary_uses.entry(t).or_insert(span);
+        }
+    }
+
     /// Where the constructor `t` came from, if known.
     fn prov_of(&mut self, t: Ty) -> Option<Span> {
         let t = self.store.find(t);
@@ -251,8 +271,14 @@ impl<'a> Infer<'a> {
     }
 
     fn unify_ctx(&mut self, expected: Ty, found: Ty, span: Span, what: &str, ctx: Ctx) -> bool {
+        let weak = self.store.is_weak(found) || self.store.is_weak(expected);
         match self.store.unify(expected, found) {
-            Ok(()) => true,
+            Ok(()) => {
+                if weak {
+                    self.note_boundary_use(expected, span);
+                }
+                true
+            }
             Err(e) => {
                 self.report(e, span, what, ctx);
                 false
@@ -1095,6 +1121,9 @@ impl<'a> Infer<'a> {
             if name == "alias" {
                 self.alias_arm(c);
             }
+            if is_boundary(b) && !b.scheme().quantified().is_empty() {
+                self.boundary_calls.push((s.id, b.name, r));
+            }
             return r;
         }
         self.elab
@@ -1286,9 +1315,13 @@ impl<'a> Infer<'a> {
     /// `U (… -> F_w Unit)` is wanted is taken as it is, since a
     /// `()`-producer is a command that writes nothing.
     fn pass_arg(&mut self, param: Ty, arg: Ty, a: &Atom) {
+        let weak = self.store.is_weak(arg);
         let snap = self.store.snapshot();
         if self.store.unify(param, arg).is_ok() {
             self.store.commit(snap);
+            if weak {
+                self.note_boundary_use(param, a.span);
+            }
             return;
         }
         self.store.rollback_to(snap);
@@ -1678,6 +1711,38 @@ impl<'a> Infer<'a> {
                     Some(r) => self.store.returns(r),
                     None => self.store.error(),
                 }
+            }
+        }
+    }
+
+    /// Freezes each boundary call's result type, now that the unit is
+    /// solved, into the site its value is admitted against (§7.3, §17.3).
+    /// A call whose result no use constrained needs no admission.
+    fn freeze_boundaries(&mut self) {
+        for (id, door, comp) in std::mem::take(&mut self.boundary_calls) {
+            let value = match self.store.view(comp) {
+                TyView::Con(Con::Returns { value, .. }) => value,
+                TyView::Var(..) | TyView::Con(_) => continue,
+            };
+            let store = &self.store;
+            let prov = &self.prov;
+            let uses = &self.boundary_uses;
+            let origins = &self.origins;
+            let use_at = |t: Ty| -> Option<u32> {
+                let span = match store.view(t) {
+                    TyView::Var(v, _) => v.origin.and_then(|p| origins.get(p.0 as usize).copied()),
+                    TyView::Con(_) => {
+                        let r = store.find_imm(t);
+                        prov.get(&r).or_else(|| uses.get(&r)).copied()
+                    }
+                };
+                span.map(|s| s.start)
+            };
+            let site = crate::admit::freeze(store, value, &use_at);
+            if !site.admits_anything() {
+                self.elab
+                    .boundaries
+                    .insert(id, crate::check::Boundary { door, site });
             }
         }
     }

@@ -218,6 +218,11 @@ pub struct Vm {
     /// top-level load, with the slots they land in: a definition is in the
     /// session's environment once its slot is filled.
     def_types: Vec<(SlotId, String, ral_types::EnvEntry)>,
+    /// Admission sites parsed from their text ([`crate::admit`]).
+    site_cache: crate::admit::SiteCache,
+    /// What the `number` and `comparable` positions of the run's decodes
+    /// agreed on (§7.3); cleared at each top-level load.
+    agreements: crate::admit::Agreements,
 }
 
 /// A host builtin's implementation: it gets the whole machine (the
@@ -280,6 +285,8 @@ impl Vm {
             sources: Arc::new(Vec::new()),
             types: ral_types::TypeEnv::new(),
             def_types: Vec::new(),
+            site_cache: crate::admit::SiteCache::default(),
+            agreements: crate::admit::Agreements::default(),
         }
     }
 
@@ -322,6 +329,8 @@ impl Vm {
             sources: self.sources.clone(),
             types: self.types.clone(),
             def_types: self.def_types.clone(),
+            site_cache: crate::admit::SiteCache::default(),
+            agreements: self.agreements.clone(),
         }
     }
 
@@ -478,6 +487,54 @@ impl Vm {
         Ok(main)
     }
 
+    /// Admits a boundary's `value` against the site `site` (its text), for
+    /// `_admit` (see [`crate::admit`]); a refusal is a failure of `door`.
+    pub(crate) fn admit_value(
+        &mut self,
+        door: &str,
+        site: &str,
+        value: &Value,
+    ) -> Result<(), Failure> {
+        let site = self.site_cache.get(site)?;
+        let source = self.frames.last().and_then(|fr| {
+            let i = self
+                .sources
+                .partition_point(|(first, _)| *first <= fr.proto);
+            i.checked_sub(1).and_then(|i| self.sources.get(i)).cloned()
+        });
+        let unit = source.as_ref().map_or(0, |(first, _)| *first);
+        let Err(r) = crate::admit::admit(&site, value, unit, &mut self.agreements) else {
+            return Ok(());
+        };
+        let line = match (r.use_at, &source) {
+            (Some(at), Some((_, src))) => format!(" (line {})", src.site(at).line),
+            _ => String::new(),
+        };
+        let message = match (door, r.pointer.as_str(), &r.missing) {
+            // A module's public bindings are its record's fields (§10.3).
+            ("use", "", Some(name)) => format!(
+                "use: the module has no public binding `{name}`, but this program reads it{line}"
+            ),
+            ("use", p, _) if p.matches('/').count() == 1 => format!(
+                "use: the module's `{}` is {}, but this program {}{line}",
+                p.trim_start_matches('/'),
+                r.found,
+                r.expected
+            ),
+            (_, "", _) => format!(
+                "the value is {}, but this program {}{line}",
+                r.found, r.expected
+            ),
+            (_, p, _) => format!(
+                "the value at `{p}` is {}, but this program {}{line}",
+                r.found, r.expected
+            ),
+        };
+        let mut f = Failure::error(message);
+        f.cmd = Some(door.into());
+        Err(f)
+    }
+
     /// The session's type environment now: [`Vm::types`] and the
     /// definitions of the running code that have landed.
     pub fn session_types(&self) -> ral_types::TypeEnv {
@@ -540,6 +597,7 @@ impl Vm {
             // A top-level load: this turn's code starts here (see `locate`).
             self.turn_base = base;
             self.def_types.clear();
+            self.agreements.clear();
         }
         let reserved = self.mobile.scope.reservations();
         let slots = reserved

@@ -19,6 +19,7 @@
 //! - [`builtins`]: the builtin functions, their calling convention ([`Ctx`],
 //!   [`BuiltinFn`]) and the registry.
 
+pub mod admit;
 pub mod builtins;
 pub mod caps;
 pub mod codec;
