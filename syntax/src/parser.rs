@@ -177,13 +177,21 @@ fn rich_to_diagnostic(err: &Rich<'_, PTok<'_>, SimpleSpan>, source: SourceId) ->
                 1 => format!("expected {}", names.join("")),
                 _ => format!("expected one of {}", names.join(", ")),
             };
-            Diagnostic::new(
+            let d = Diagnostic::new(
                 Code::UnexpectedToken,
                 source,
                 format!("Unexpected {found}"),
                 span,
                 label,
-            )
+            );
+            // A `:` before a space ends a word (§3.5); only a bracket or a
+            // `case` arm gives it a meaning.
+            if err.found().is_some_and(|t| t.kind == K::Colon) {
+                d.with_note("`:` before whitespace, a newline, `]` or the end is punctuation (spec §3.5); only a bracket's entries and `case` arms use it")
+                    .with_help("quote a word that ends in `:` to keep the colon, as in `'note:'`")
+            } else {
+                d
+            }
         }
     }
 }
