@@ -284,6 +284,12 @@ impl Shell {
         let mut sources = SourceMap::new();
         let id = sources.add(req.script_name, src);
         let is_script = !req.script_name.starts_with('<');
+        // The surface this shell installs is the one the turn is checked
+        // against (§11.5, §16.2).
+        let absent = self.absent_builtins();
+        if self.types.absent_builtins() != absent.as_slice() {
+            self.types = std::mem::take(&mut self.types).with_absent_builtins(absent);
+        }
         let types = &self.types;
         let text = sources.text(id);
         let (parsed, checked, module, warnings) =
@@ -502,6 +508,23 @@ impl Shell {
     /// The session's type environment.
     pub fn type_env(&self) -> &TypeEnv {
         &self.types
+    }
+
+    /// The builtin-table names this shell does not install: host forms of
+    /// another host, or ones this host left out (`watch` once
+    /// [`Shell::disable_watch`] ran). They are absent from the base scope
+    /// (§11.5): the checker resolves them like any unknown name.
+    pub fn absent_builtins(&self) -> Vec<&'static str> {
+        ral_types::builtin_table()
+            .iter()
+            .filter(|b| {
+                matches!(
+                    b.layer,
+                    ral_types::Layer::RalHost | ral_types::Layer::Exarch
+                ) && !self.vm.has_builtin(b.name)
+            })
+            .map(|b| b.name)
+            .collect()
     }
 
     /// The scope and dynamic context.

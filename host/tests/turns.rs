@@ -573,3 +573,19 @@ fn a_caught_failure_has_a_site() {
     );
     assert_eq!(value(&r), Value::str("<test> 1 17"), "{r:?}");
 }
+
+/// §11.5: a host form the shell does not install is absent from its base
+/// scope: `$watch` is unbound and `watch` as a head is an unknown command.
+#[test]
+fn an_omitted_host_form_is_an_unknown_name() {
+    let mut shell = Shell::default();
+    assert_eq!(turn(&mut shell, "let w = $watch").status(), 0);
+    shell.disable_watch();
+    let r = turn(&mut shell, "let w = $watch");
+    assert!(is_static(&r, STATUS_TYPE), "{r:?}");
+    let f = failure(&turn(
+        &mut shell,
+        "within [env: [PATH: '/nonexistent']] { watch x }",
+    ));
+    assert_eq!(f.status, 127, "{f:?}");
+}

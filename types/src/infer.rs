@@ -514,7 +514,7 @@ impl<'a> Infer<'a> {
             .map(|(k, _)| k.as_str());
         let builtins = builtin_table()
             .iter()
-            .filter(|b| b.kind != BuiltinKind::BaseHandler)
+            .filter(|b| b.kind != BuiltinKind::BaseHandler && !self.env.is_absent(b.name))
             .map(|b| b.name);
         for cand in locals.chain(self.env.names()).chain(builtins) {
             if cand == name {
@@ -526,6 +526,15 @@ impl<'a> Infer<'a> {
             }
         }
         best.map(|(_, n)| n.to_owned())
+    }
+
+    /// The builtin-table row `name`, unless this host omits it (§11.5).
+    fn builtin(&self, name: &str) -> Option<(&'static crate::builtins::Builtin, crate::BuiltinId)> {
+        let table = builtin_table();
+        match (table.get(name), table.id(name)) {
+            (Some(b), Some(id)) if !self.env.is_absent(name) => Some((b, id)),
+            _ => None,
+        }
     }
 
     /// `$name` in value position.
@@ -551,8 +560,7 @@ impl<'a> Infer<'a> {
             self.elab.names.insert(span, res);
             return t;
         }
-        let table = builtin_table();
-        if let (Some(b), Some(id)) = (table.get(name), table.id(name)) {
+        if let Some((b, id)) = self.builtin(name) {
             if b.kind == BuiltinKind::BaseHandler {
                 let i = self.diag(
                     Code::BaseHandlerValue,
@@ -1098,8 +1106,7 @@ impl<'a> Infer<'a> {
             }
             return self.apply_args(comp, c, span);
         }
-        let table = builtin_table();
-        if let (Some(b), Some(id)) = (table.get(name), table.id(name)) {
+        if let Some((b, id)) = self.builtin(name) {
             if b.kind == BuiltinKind::BaseHandler {
                 self.elab.heads.insert(s.id, HeadRes::BaseHandler(id));
                 self.argv(c, false);
@@ -1889,10 +1896,9 @@ impl<'a> Infer<'a> {
     /// known only at run time stands in for a command.
     fn stands_in(&mut self, name: Option<&str>, t: Ty, span: Span, what: &str) {
         if let Some(name) = name {
-            let table = builtin_table();
-            if let Some(b) = table
-                .get(name)
-                .filter(|b| b.kind == BuiltinKind::BaseHandler)
+            if let Some((b, _)) = self
+                .builtin(name)
+                .filter(|(b, _)| b.kind == BuiltinKind::BaseHandler)
             {
                 let c = self.store.instantiate(b.scheme());
                 let th = self.store.thunk(c);
