@@ -303,6 +303,9 @@ fn split_top(text: &str, sep: char) -> Vec<String> {
     out
 }
 
+/// Keyed children of a record or variant node.
+type Entries = Vec<(Arc<str>, u32)>;
+
 struct Parser<'a> {
     s: &'a [u8],
     at: usize,
@@ -409,7 +412,7 @@ impl Parser<'_> {
         Err(format!("unknown node at {}", self.at))
     }
 
-    fn entries(&mut self, close: u8) -> Result<(Vec<(Arc<str>, u32)>, bool), String> {
+    fn entries(&mut self, close: u8) -> Result<(Entries, bool), String> {
         let mut out = Vec::new();
         let mut open = false;
         loop {
@@ -581,6 +584,7 @@ impl Freezer<'_> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

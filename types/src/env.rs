@@ -75,7 +75,7 @@ impl TypeEnv {
 
     /// Whether the host omits builtin `name`.
     pub fn is_absent(&self, name: &str) -> bool {
-        self.absent.iter().any(|n| *n == name)
+        self.absent.contains(&name)
     }
 
     /// The builtin names the host omits.

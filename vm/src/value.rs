@@ -213,10 +213,8 @@ fn int_float_cmp(a: i64, b: f64) -> Ordering {
     let whole = b.trunc();
     // In range, so the conversion is exact.
     let w = whole as i64;
-    match a.cmp(&w) {
-        Ordering::Equal => 0.0f64.partial_cmp(&(b - whole)).unwrap_or(Ordering::Equal),
-        other => other,
-    }
+    a.cmp(&w)
+        .then_with(|| 0.0f64.partial_cmp(&(b - whole)).unwrap_or(Ordering::Equal))
 }
 
 impl PartialEq for Value {
