@@ -427,6 +427,14 @@ fn main() -> ExitCode {
     ExitCode::from(status)
 }
 
+/// The environment a batch `ral` checks a program against: the builtins a
+/// fresh batch shell installs, and no others (§11.5, §16.2).
+fn batch_surface() -> TypeEnv {
+    static ABSENT: std::sync::OnceLock<Vec<&'static str>> = std::sync::OnceLock::new();
+    let absent = ABSENT.get_or_init(|| ral_host::Shell::default().absent_builtins());
+    TypeEnv::new().with_absent_builtins(absent.clone())
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
@@ -528,12 +536,4 @@ mod tests {
         let (_, none) = add_source(&mut sources, "u.ral", b"echo hi\n");
         assert!(none.is_none());
     }
-}
-
-/// The environment a batch `ral` checks a program against: the builtins a
-/// fresh batch shell installs, and no others (§11.5, §16.2).
-fn batch_surface() -> TypeEnv {
-    static ABSENT: std::sync::OnceLock<Vec<&'static str>> = std::sync::OnceLock::new();
-    let absent = ABSENT.get_or_init(|| ral_host::Shell::default().absent_builtins());
-    TypeEnv::new().with_absent_builtins(absent.clone())
 }
