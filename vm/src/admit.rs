@@ -83,11 +83,19 @@ pub fn admit(
     a.check(site.root(), value)
 }
 
-struct Admit<'a> {
+/// One step of the path to the position being checked; the pointer is
+/// spelled only for a refusal.
+#[derive(Clone, Copy)]
+enum Seg<'v> {
+    Index(usize),
+    Key(&'v str),
+}
+
+struct Admit<'a, 'v> {
     site: &'a AdmitSite,
     unit: u32,
     agreements: &'a mut Agreements,
-    path: Vec<String>,
+    path: Vec<Seg<'v>>,
     depth: usize,
 }
 
@@ -96,7 +104,7 @@ struct Admit<'a> {
 /// without end on shared structure).
 const MAX_DEPTH: usize = 10_000;
 
-impl Admit<'_> {
+impl<'v> Admit<'_, 'v> {
     fn refuse(&self, node: u32, value: &Value, expected: String) -> Refusal {
         Refusal {
             pointer: pointer(&self.path),
@@ -107,7 +115,7 @@ impl Admit<'_> {
         }
     }
 
-    fn check(&mut self, node: u32, value: &Value) -> Result<(), Refusal> {
+    fn check(&mut self, node: u32, value: &'v Value) -> Result<(), Refusal> {
         self.depth += 1;
         let r = if self.depth > MAX_DEPTH {
             Ok(())
@@ -118,7 +126,7 @@ impl Admit<'_> {
         r
     }
 
-    fn check_node(&mut self, node: u32, value: &Value) -> Result<(), Refusal> {
+    fn check_node(&mut self, node: u32, value: &'v Value) -> Result<(), Refusal> {
         let Some(n) = self.site.node(node) else {
             return Ok(());
         };
@@ -134,7 +142,7 @@ impl Admit<'_> {
             | (AdmitNode::Handle, Value::Handle(_)) => Ok(()),
             (AdmitNode::List(e), Value::List(items)) => {
                 for (i, item) in items.iter().enumerate() {
-                    self.path.push(i.to_string());
+                    self.path.push(Seg::Index(i));
                     let r = self.check(*e, item);
                     self.path.pop();
                     r?;
@@ -143,7 +151,7 @@ impl Admit<'_> {
             }
             (AdmitNode::Map(e), Value::Record(r)) => {
                 for (k, v) in r.iter() {
-                    self.path.push(k.to_string());
+                    self.path.push(Seg::Key(k.as_str()));
                     let res = self.check(*e, v);
                     self.path.pop();
                     res?;
@@ -152,9 +160,9 @@ impl Admit<'_> {
             }
             (AdmitNode::Record { fields, open }, Value::Record(r)) => {
                 for (k, c) in fields {
-                    match r.get(k) {
-                        Some(v) => {
-                            self.path.push(k.to_string());
+                    match r.get_entry(k) {
+                        Some((key, v)) => {
+                            self.path.push(Seg::Key(key));
                             let res = self.check(*c, v);
                             self.path.pop();
                             res?;
@@ -197,7 +205,7 @@ impl Admit<'_> {
                 match tags.iter().find(|(t, _)| **t == *v.tag) {
                     Some((_, c)) => match &v.payload {
                         Some(p) => self.check(*c, p),
-                        None => self.check(*c, &Value::Unit),
+                        None => self.check(*c, &UNIT),
                     },
                     None if *open => Ok(()),
                     None => wrong(self),
@@ -303,10 +311,16 @@ fn is_data(value: &Value) -> bool {
     }
 }
 
+/// The payload a nullary tag stands for.
+static UNIT: Value = Value::Unit;
+
 /// An RFC 6901 pointer: `/a/0/b`, with `~` and `/` escaped.
-fn pointer(path: &[String]) -> String {
+fn pointer(path: &[Seg<'_>]) -> String {
     path.iter()
-        .map(|p| format!("/{}", p.replace('~', "~0").replace('/', "~1")))
+        .map(|p| match p {
+            Seg::Index(i) => format!("/{i}"),
+            Seg::Key(k) => format!("/{}", k.replace('~', "~0").replace('/', "~1")),
+        })
         .collect()
 }
 

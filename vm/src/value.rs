@@ -359,6 +359,12 @@ impl Record {
         self.keys.slot(key).and_then(|i| self.vals.get(i))
     }
 
+    /// The stored key equal to `key`, and its value.
+    pub fn get_entry(&self, key: &str) -> Option<(&str, &Value)> {
+        let i = self.keys.slot(key)?;
+        Some((self.keys.as_slice().get(i)?.as_str(), self.vals.get(i)?))
+    }
+
     /// Whether `key` is present.
     pub fn has(&self, key: &str) -> bool {
         self.keys.slot(key).is_some()
