@@ -284,6 +284,12 @@ impl Shell {
         let mut sources = SourceMap::new();
         let id = sources.add(req.script_name, src);
         let is_script = !req.script_name.starts_with('<');
+        // The surface this shell installs is the one the turn is checked
+        // against (§11.5, §16.2).
+        let absent = self.absent_builtins();
+        if self.types.absent_builtins() != absent.as_slice() {
+            self.types = std::mem::take(&mut self.types).with_absent_builtins(absent);
+        }
         let types = &self.types;
         let text = sources.text(id);
         let (parsed, checked, module, warnings) =
@@ -316,6 +322,10 @@ impl Shell {
         if self.vm.script.as_str() != req.script_name {
             self.vm.script = Arc::new(req.script_name.to_owned());
         }
+        // What a `use` in this turn is checked against, and what `explain`
+        // reports: the session's types (the VM adds this turn's as they
+        // land).
+        self.vm.types = self.types.clone();
         // The panic checkpoint: an undo log on the scope (nothing copied)
         // and the dynamic context (small).
         self.vm.mobile.scope.checkpoint();
@@ -338,6 +348,7 @@ impl Shell {
                     let outcome = evaluate(
                         frame.vm,
                         &module,
+                        Arc::new(ral_vm::SourceText::new(req.script_name, text)),
                         &mut self.local.bindings,
                         turn_refs.as_deref(),
                         &mut req,
@@ -497,6 +508,23 @@ impl Shell {
     /// The session's type environment.
     pub fn type_env(&self) -> &TypeEnv {
         &self.types
+    }
+
+    /// The builtin-table names this shell does not install: host forms of
+    /// another host, or ones this host left out (`watch` once
+    /// [`Shell::disable_watch`] ran). They are absent from the base scope
+    /// (§11.5): the checker resolves them like any unknown name.
+    pub fn absent_builtins(&self) -> Vec<&'static str> {
+        ral_types::builtin_table()
+            .iter()
+            .filter(|b| {
+                matches!(
+                    b.layer,
+                    ral_types::Layer::RalHost | ral_types::Layer::Exarch
+                ) && !self.vm.has_builtin(b.name)
+            })
+            .map(|b| b.name)
+            .collect()
     }
 
     /// The scope and dynamic context.
@@ -981,11 +1009,12 @@ enum Evaluated {
 fn evaluate(
     vm: &mut Vm,
     module: &ral_ir::Module,
+    source: Arc<ral_vm::SourceText>,
     ledger: &mut BindingLedger,
     refs: Option<&[String]>,
     req: &mut TurnRequest<'_>,
 ) -> Evaluated {
-    let main = match catch_unwind(AssertUnwindSafe(|| vm.load(module))) {
+    let main = match catch_unwind(AssertUnwindSafe(|| vm.load_source(module, source))) {
         Ok(Ok(main)) => main,
         Ok(Err(e)) => {
             let f = Failure::error(format!("cannot compile this turn: {e}"));
@@ -1178,10 +1207,19 @@ pub fn runtime_diagnostic(f: &Failure, sources: &SourceMap, id: SourceId) -> Opt
 /// that is a cancellation or a panic says so in its message; nothing here
 /// claims a rollback, because a failed run keeps its bindings.
 pub fn render_failure(f: &Failure, shell: &Shell, color: Color) -> String {
-    if let Some((sources, id)) = shell.last_source() {
-        if let Some(d) = runtime_diagnostic(f, sources, id) {
-            return render(&d, sources, color);
+    let mut out = match shell
+        .last_source()
+        .and_then(|(sources, id)| Some((runtime_diagnostic(f, sources, id)?, sources)))
+    {
+        Some((d, sources)) => render(&d, sources, color),
+        None => format!("error[{}]: {f}\n", Code::RuntimeFailure),
+    };
+    // A module's own diagnostics (§10.4) follow the failure's.
+    if let Some(detail) = &f.detail {
+        out.push_str(detail);
+        if !detail.ends_with('\n') {
+            out.push('\n');
         }
     }
-    format!("error[{}]: {f}\n", Code::RuntimeFailure)
+    out
 }

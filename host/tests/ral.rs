@@ -312,6 +312,27 @@ fn exit_sets_the_status() {
     assert_eq!(text(&out.stdout), "a\n");
 }
 
+/// Issue 11 item 23 (§8.8, §16.3; spec/evaluation.md §3): `exit` takes any
+/// status of the signed 32-bit range and the process status is that status
+/// clamped to 0..=255; a status outside the range is an ordinary failure.
+#[test]
+fn exit_statuses_are_clamped_and_out_of_range_ones_refused() {
+    let out = ral(&["-c", "exit -2"]);
+    assert_eq!(out.status.code(), Some(0));
+    let out = ral(&["-c", "exit 2147483647"]);
+    assert_eq!(out.status.code(), Some(255));
+    let out = ral(&["-c", "echo a\nexit 2147483648\necho b"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(text(&out.stdout), "a\n");
+    assert!(
+        text(&out.stderr).contains("outside the signed exit-code range"),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = ral(&["-c", "quit -9999999999"]);
+    assert_eq!(out.status.code(), Some(1));
+}
+
 #[test]
 fn a_final_false_exits_1() {
     assert_eq!(ral(&["-c", "false"]).status.code(), Some(1));

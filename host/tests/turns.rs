@@ -530,3 +530,62 @@ fn a_failure_in_the_last_statements_call_keeps_this_turns_site() {
     let shown = render_failure(&f, &shell, Color::Never);
     assert!(shown.contains(":1:13"), "{shown}");
 }
+
+/// Issue 11 item 13 (§17.8, §10.3): a module loaded with `use` is checked
+/// against the session: the bindings of earlier turns and those of this
+/// turn that landed before the `use`.
+#[test]
+fn a_used_module_sees_the_sessions_earlier_bindings() {
+    let dir = std::env::temp_dir().join(format!("ral-turns-use-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let module = dir.join("m.ral");
+    std::fs::write(&module, "let total = $[$base + $extra]\n").unwrap();
+    let mut shell = Shell::default();
+    assert_eq!(turn(&mut shell, "let base = 40").status(), 0);
+    let src = format!(
+        "let extra = 2\nlet m = use '{}'\nreturn $m[total]",
+        module.display()
+    );
+    let r = turn(&mut shell, &src);
+    assert_eq!(value(&r), Value::Int(42), "{r:?}");
+    // A module reading a name nobody bound does not compile; the turn
+    // fails at the `use` with the plain message.
+    std::fs::write(&module, "let total = $nowhere\n").unwrap();
+    let src = format!("let m = use '{}'", module.display());
+    let f = failure(&turn(&mut shell, &src));
+    assert_eq!(f.status, 1);
+    assert!(f.message.starts_with("use: m.ral:"), "{}", f.message);
+    let shown = render_failure(&f, &shell, Color::Never);
+    assert!(shown.contains("$nowhere"), "{shown}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Issue 11 item 19 (§8.6): a failure caught by `try` carries its site in
+/// the turn's source, also inside a function an earlier turn defined.
+#[test]
+fn a_caught_failure_has_a_site() {
+    let mut shell = Shell::default();
+    assert_eq!(turn(&mut shell, "let h = { |x| $[$x / 0] }").status(), 0);
+    let r = turn(
+        &mut shell,
+        "let s = try { let v = h 1; return 'ok' } { |e| case $e[site] [`just: { |s| return \"$s[script] $s[line] $s[col]\" }, `none: { return none }] }\nreturn $s",
+    );
+    assert_eq!(value(&r), Value::str("<test> 1 17"), "{r:?}");
+}
+
+/// §11.5: a host form the shell does not install is absent from its base
+/// scope: `$watch` is unbound and `watch` as a head is an unknown command.
+#[test]
+fn an_omitted_host_form_is_an_unknown_name() {
+    let mut shell = Shell::default();
+    assert_eq!(turn(&mut shell, "let w = $watch").status(), 0);
+    shell.disable_watch();
+    let r = turn(&mut shell, "let w = $watch");
+    assert!(is_static(&r, STATUS_TYPE), "{r:?}");
+    let f = failure(&turn(
+        &mut shell,
+        "within [env: [PATH: '/nonexistent']] { watch x }",
+    ));
+    assert_eq!(f.status, 127, "{f:?}");
+}

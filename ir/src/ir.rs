@@ -69,6 +69,10 @@ pub struct Def {
     pub id: DefId,
     pub name: String,
     pub span: Span,
+    /// The closed scheme the checker gave it: what the session's type
+    /// environment holds once it lands (a `use` run after it, and
+    /// `explain`, read it).
+    pub entry: Option<ral_types::EnvEntry>,
 }
 
 #[derive(Clone, Debug)]

@@ -624,6 +624,7 @@ impl<'a> Lower<'a> {
             id: def,
             name: name.to_owned(),
             span: binder,
+            entry: self.checked.closed_entry(name, binder).cloned(),
         });
         self.emit_void(Expr::Define { def, value }, stmt_span);
         let op = Operand::Global {
@@ -1307,6 +1308,13 @@ impl<'a> Lower<'a> {
     fn arm_block(&mut self, a: &Atom, payload: Option<(Operand, Option<Known>)>) -> Block {
         let b = self.sub_block(|s| {
             if let (Primary::Block(b), true) = (&a.primary, a.indexes.is_empty()) {
+                if payload.is_none() && !b.params.is_empty() {
+                    // An arm that is a function (`if $c { |x| … } else
+                    // { |x| … }`): forcing it in place yields the function
+                    // itself (§8.2, §17.6), which the form returns.
+                    let thunk = s.checked.elab.atom_types.get(a.id).copied();
+                    return s.closure(b, None, thunk, false);
+                }
                 let mut params = b.params.iter();
                 if let (Some((p, known)), Some(pat)) = (payload, params.next()) {
                     s.bind_pattern(pat, p, false, pat.span, known);
@@ -1420,7 +1428,33 @@ impl<'a> Lower<'a> {
                 let f = self.name_use(&name, c.head.span());
                 self.apply(f, c, true, s.span)
             }
-            Some(HeadRes::Builtin(id)) => self.apply(Operand::Builtin(id), c, true, s.span),
+            Some(HeadRes::Builtin(id)) => {
+                let v = self.apply(Operand::Builtin(id), c, true, s.span);
+                self.admit(s, v)
+            }
+            Some(HeadRes::Value) | None if !c.redirects.is_empty() => {
+                // A redirect attaches to the whole command, its head
+                // included (§7.4, §17.2 `redirect M redirects`): a forced
+                // head (`!{ echo hi } > f`, `!$b < in`) runs inside the
+                // redirect scope. The arguments and the targets are values,
+                // evaluated first.
+                let args = self.args(c);
+                let redirects = self.redirects(&c.redirects);
+                let span = s.span;
+                let body = self.sub_block(|cx| {
+                    let v = match &c.head {
+                        Head::Atom(a) => cx.atom(a),
+                        Head::Caret(n) => cx.word(&n.text, n.span),
+                    };
+                    if args.is_empty() {
+                        v
+                    } else {
+                        let expr = application(v, args, false);
+                        cx.emit(expr, span)
+                    }
+                });
+                self.emit(Expr::Redirected { body, redirects }, s.span)
+            }
             Some(HeadRes::Value) | None => {
                 let v = match &c.head {
                     Head::Atom(a) => self.atom(a),
@@ -1433,6 +1467,28 @@ impl<'a> Lower<'a> {
                 }
             }
         }
+    }
+
+    /// A boundary call's value admitted against the type the program uses
+    /// it at (§7.3, §17.3): `_admit door site v`, when the checker froze a
+    /// site for stage `s`.
+    fn admit(&mut self, s: &ast::Stage, v: Operand) -> Operand {
+        let Some(b) = self.checked.elab.boundaries.get(s.id) else {
+            return v;
+        };
+        let Some(admit) = ral_types::builtin_table().id("_admit") else {
+            return v;
+        };
+        let door = Operand::Const(Const::Str(Arc::from(b.door)));
+        let site = Operand::Const(Const::Str(Arc::from(b.site.to_string())));
+        self.emit(
+            Expr::Call {
+                func: Operand::Builtin(admit),
+                args: vec![door, site, v],
+                tail: false,
+            },
+            s.span,
+        )
     }
 
     fn args(&mut self, c: &ast::Command) -> Vec<Part> {
@@ -1462,34 +1518,7 @@ impl<'a> Lower<'a> {
     /// `force` (a named head) or returns it.
     fn apply(&mut self, f: Operand, c: &ast::Command, force: bool, span: Span) -> Operand {
         let args = self.args(c);
-        let expr = if args.is_empty() {
-            if force {
-                Expr::Force {
-                    thunk: f,
-                    tail: false,
-                }
-            } else {
-                Expr::Value(f)
-            }
-        } else if args.iter().all(|p| matches!(p, Part::One(_))) {
-            Expr::Call {
-                func: f,
-                args: args
-                    .into_iter()
-                    .filter_map(|p| match p {
-                        Part::One(o) => Some(o),
-                        Part::Spread(_) => None,
-                    })
-                    .collect(),
-                tail: false,
-            }
-        } else {
-            Expr::CallSpread {
-                func: f,
-                args,
-                tail: false,
-            }
-        };
+        let expr = application(f, args, force);
         if c.redirects.is_empty() {
             return self.emit(expr, span);
         }
@@ -1498,8 +1527,12 @@ impl<'a> Lower<'a> {
         self.emit(Expr::Redirected { body, redirects }, span)
     }
 
+    /// The redirects with their targets evaluated in written order (§7.4:
+    /// targets are evaluated before any file opens), listed in the one
+    /// fixed order their files open in: standard input, output, error.
     fn redirects(&mut self, rs: &[ast::Redirect]) -> Vec<Redirect> {
-        rs.iter()
+        let mut out: Vec<Redirect> = rs
+            .iter()
             .map(|r| {
                 let kind = match &r.op {
                     ast::RedirectKind::Write(a) => RedirectKind::Write(self.atom(a)),
@@ -1517,7 +1550,9 @@ impl<'a> Lower<'a> {
                 };
                 Redirect { fd: r.fd, kind }
             })
-            .collect()
+            .collect();
+        out.sort_by_key(|r| r.fd);
+        out
     }
 
     // ---- atoms -----------------------------------------------------------------
@@ -1851,6 +1886,39 @@ impl<'a> Lower<'a> {
                 };
                 self.emit(expr, e.span)
             }
+        }
+    }
+}
+
+/// `f` applied to `args` (a spread among them makes a [`Expr::CallSpread`]);
+/// with no arguments, `f` forced when `force` (a named head) or returned.
+fn application(f: Operand, args: Vec<Part>, force: bool) -> Expr {
+    if args.is_empty() {
+        if force {
+            Expr::Force {
+                thunk: f,
+                tail: false,
+            }
+        } else {
+            Expr::Value(f)
+        }
+    } else if args.iter().all(|p| matches!(p, Part::One(_))) {
+        Expr::Call {
+            func: f,
+            args: args
+                .into_iter()
+                .filter_map(|p| match p {
+                    Part::One(o) => Some(o),
+                    Part::Spread(_) => None,
+                })
+                .collect(),
+            tail: false,
+        }
+    } else {
+        Expr::CallSpread {
+            func: f,
+            args,
+            tail: false,
         }
     }
 }

@@ -21,8 +21,8 @@
 //! escapes) are scanned by hand from there.
 //!
 //! The rules are those of `spec/lexical.md`, with the decisions of
-//! `spec/deviations.md`: `:` is a [`TokenKind::Colon`] only in bracket mode
-//! (D3, D4), `$name` takes the whole identifier in every mode (D1), a sign is
+//! `spec/deviations.md`: `:` is a [`TokenKind::Colon`] before an ending in
+//! every mode (§3.5), and in bracket mode before `,` too (D3), `$name` takes the whole identifier in every mode (D1), a sign is
 //! never part of a numeral word in expression mode (D2), a `!` before
 //! whitespace, a closer or the end is a stray sigil (D19), and a
 //! backslash-newline escape produces nothing (D17). `||` right after a
@@ -301,8 +301,8 @@ enum StrTok {
 const STOP: u8 = 0;
 /// The byte continues the word.
 const GO: u8 = 1;
-/// `:` in bracket mode: continues the word unless followed by an ending
-/// (spec §3.5; spec/deviations.md D3, D4).
+/// `:`: continues the word unless followed by an ending (spec §3.5;
+/// spec/deviations.md D3).
 const COLON: u8 = 2;
 
 const fn word_table(stops: &[u8], colon: u8) -> [u8; 256] {
@@ -322,7 +322,7 @@ const fn word_table(stops: &[u8], colon: u8) -> [u8; 256] {
     table
 }
 
-static COMMAND_WORD: [u8; 256] = word_table(b"", GO);
+static COMMAND_WORD: [u8; 256] = word_table(b"", COLON);
 static BRACKET_WORD: [u8; 256] = word_table(b",", COLON);
 static EXPR_WORD: [u8; 256] = word_table(b",+-*/%=&", GO);
 
@@ -544,9 +544,7 @@ impl<'s> Lexer<'s> {
             ShellTok::Question => self.emit(TokenKind::Question, len),
             ShellTok::Comma if bracket => self.emit(TokenKind::Comma, len),
             ShellTok::Comma => self.word(start + len, table, false),
-            ShellTok::Colon if bracket && self.colon_is_punctuation(start) => {
-                self.emit(TokenKind::Colon, len)
-            }
+            ShellTok::Colon if self.colon_ends(start, bracket) => self.emit(TokenKind::Colon, len),
             ShellTok::Colon => self.word(start + len, table, false),
             ShellTok::Spread => self.emit(TokenKind::Spread, len),
             ShellTok::Bang => self.bang(len),
@@ -572,10 +570,11 @@ impl<'s> Lexer<'s> {
                 i = i.max(end);
             }
         }
+        let bracket = std::ptr::eq(table, &BRACKET_WORD);
         while let Some(&b) = self.bytes.get(i) {
             match table[usize::from(b)] {
                 GO => i += 1,
-                COLON if !self.colon_is_punctuation(i) => i += 1,
+                COLON if !self.colon_ends(i, bracket) => i += 1,
                 _ => break,
             }
         }
@@ -583,13 +582,17 @@ impl<'s> Lexer<'s> {
         self.pos = i;
     }
 
-    /// In bracket mode, whether the `:` at `at` is a [`TokenKind::Colon`]:
-    /// it is when whitespace, a newline, `]`, `,` or the end of input follows.
-    fn colon_is_punctuation(&self, at: usize) -> bool {
-        matches!(
-            self.peek(at + 1),
-            None | Some(b' ' | b'\t' | b'\n' | b']' | b',')
-        )
+    /// Whether the `:` at `at` is punctuation, a [`TokenKind::Colon`]
+    /// (§3.5): when whitespace, a newline, `]` or the end of input follows,
+    /// in every mode; in bracket mode also before `,` (deviations.md D3).
+    /// In command mode no form takes a `:`, so the parser refuses it there:
+    /// `echo total: 5` is written `echo 'total:' 5`.
+    fn colon_ends(&self, at: usize, bracket: bool) -> bool {
+        match self.peek(at + 1) {
+            None | Some(b' ' | b'\t' | b'\n' | b'\r' | b']') => true,
+            Some(b',') => bracket,
+            Some(_) => false,
+        }
     }
 
     /// A `!` outside a string is a force only when something follows it with

@@ -177,13 +177,21 @@ fn rich_to_diagnostic(err: &Rich<'_, PTok<'_>, SimpleSpan>, source: SourceId) ->
                 1 => format!("expected {}", names.join("")),
                 _ => format!("expected one of {}", names.join(", ")),
             };
-            Diagnostic::new(
+            let d = Diagnostic::new(
                 Code::UnexpectedToken,
                 source,
                 format!("Unexpected {found}"),
                 span,
                 label,
-            )
+            );
+            // A `:` before a space ends a word (§3.5); only a bracket or a
+            // `case` arm gives it a meaning.
+            if err.found().is_some_and(|t| t.kind == K::Colon) {
+                d.with_note("`:` before whitespace, a newline, `]` or the end is punctuation (spec §3.5); only a bracket's entries and `case` arms use it")
+                    .with_help("quote a word that ends in `:` to keep the colon, as in `'note:'`")
+            } else {
+                d
+            }
         }
     }
 }
@@ -874,12 +882,12 @@ where
         .map_with(|x, e| mk_atom(Primary::Expr(Box::new(x)), sp(e.span())));
 
     let str_part = choice((
-        tok(K::DqText).map(|t: PTok<'t>| StrPart::Text(t.text.to_string())),
+        tok(K::DqText).map(|t: PTok<'t>| (StrPart::Text(t.text.to_string()), true)),
         any()
             .filter(|t: &PTok<'t>| matches!(t.kind, K::DqEscape { .. }))
             .map(|t: PTok<'t>| match decode_escape(t.text) {
-                Some(EscapeValue::Char(c)) => StrPart::Text(c.to_string()),
-                Some(EscapeValue::LineContinuation) | None => StrPart::Text(String::new()),
+                Some(EscapeValue::Char(c)) => (StrPart::Text(c.to_string()), false),
+                Some(EscapeValue::LineContinuation) | None => (StrPart::Text(String::new()), false),
             }),
         // `$name[k]…` and `$(name)`: only the former continues into index groups.
         var.then(index.clone().repeated().collect::<Vec<_>>())
@@ -889,9 +897,9 @@ where
                 if plain {
                     a.indexes = indexes;
                 }
-                StrPart::Splice(a)
+                (StrPart::Splice(a), false)
             }),
-        expr_block.clone().map(StrPart::Splice),
+        expr_block.clone().map(|a| (StrPart::Splice(a), false)),
         // `!{…}` and `!$name[k]…`.
         tok(K::Bang)
             .ignore_then(choice((
@@ -905,12 +913,15 @@ where
                     .map_with(|b, e| mk_atom(Primary::Block(Box::new(b)), sp(e.span()))),
             )))
             .map_with(|inner, e| {
-                StrPart::Splice(mk_atom(Primary::Force(Box::new(inner)), sp(e.span())))
+                (
+                    StrPart::Splice(mk_atom(Primary::Force(Box::new(inner)), sp(e.span()))),
+                    false,
+                )
             }),
     ));
 
     let dq_string = tok(K::DqStart)
-        .ignore_then(str_part.repeated().collect::<Vec<StrPart>>())
+        .ignore_then(str_part.repeated().collect::<Vec<(StrPart, bool)>>())
         .then_ignore(tok(K::DqEnd))
         .map(|parts| StrLit {
             quote: Quote::Double,
@@ -1786,14 +1797,20 @@ fn tag_as_key(source: SourceId, span: Span, text: &str) -> Diagnostic {
         .with_help(format!("write the key as a name, `{name}: …`; a `` `{name}: `` arm belongs in a `case`"))
 }
 
-fn merge_text(parts: Vec<StrPart>) -> Vec<StrPart> {
+/// Joins adjacent text parts. A string whose source text begins with `~`
+/// followed by `/` or by the closing quote begins with the home directory
+/// (§4.2); a `~` written as the escape `\~`, or followed by anything else
+/// (`"~$x"`, `"~bob"`), is text. `parts` pairs each part with whether it is
+/// source text (not an escape or a splice).
+fn merge_text(parts: Vec<(StrPart, bool)>) -> Vec<StrPart> {
+    let only = parts.len() == 1;
     let mut out: Vec<StrPart> = Vec::with_capacity(parts.len());
     let mut first = true;
-    for part in parts {
+    for (part, source) in parts {
         let part = if first {
             first = false;
             match part {
-                StrPart::Text(t) if t == "~" || t.starts_with("~/") => {
+                StrPart::Text(t) if source && ((t == "~" && only) || t.starts_with("~/")) => {
                     out.push(StrPart::Home);
                     StrPart::Text(t[1..].to_string())
                 }

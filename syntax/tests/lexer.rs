@@ -252,21 +252,27 @@ fn question_and_spread_at_word_start_only() {
 }
 
 #[test]
-fn colon_is_punctuation_only_in_brackets() {
-    // Command mode: `:` is always a word character (spec/deviations.md D4).
+fn colon_is_punctuation_before_an_ending() {
+    // Command mode (§3.5): `:` inside a word stays, `:` before whitespace,
+    // a newline or the end is punctuation (the parser then refuses it).
     assert_eq!(
         toks("echo localhost:5432 a:b note: x: :y"),
         vec![
             (K::Word, "echo"),
             (K::Word, "localhost:5432"),
             (K::Word, "a:b"),
-            (K::Word, "note:"),
-            (K::Word, "x:"),
+            (K::Word, "note"),
+            (K::Colon, ":"),
+            (K::Word, "x"),
+            (K::Colon, ":"),
             (K::Word, ":y"),
         ]
     );
     assert_eq!(toks("a:,"), vec![(K::Word, "a:,")]);
-    assert_eq!(toks("a:\n"), vec![(K::Word, "a:"), (K::Newline, "\n")]);
+    assert_eq!(
+        toks("a:\n"),
+        vec![(K::Word, "a"), (K::Colon, ":"), (K::Newline, "\n")]
+    );
     assert_eq!(
         toks("$host:8080"),
         vec![(K::Var, "$host"), (K::Word, ":8080")]

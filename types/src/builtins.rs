@@ -225,6 +225,7 @@ const ROWS: &[Row] = &[
     ("exit", B, C, "forall c. Integer -> c", "Ends the program with a status; not caught by `try`."),
     ("quit", B, C, "forall c. Integer -> c", "The same as `exit`."),
     ("diverges", B, C, "forall c. c", "Inhabits every type and grade (internal)."),
+    ("_admit", B, C, "forall a. String -> String -> a -> Returns a", "Admits a boundary's value against the type its program uses it at (internal)."),
     ("cd", B, C, "String -> Returns Unit", "Changes the logical working directory."),
     ("alias", B, C, "forall c. String -> {c} -> Returns Unit", "Installs a persistent handler; the arm is checked on install."),
     ("unalias", B, C, "String -> Returns Unit", "Removes an alias."),

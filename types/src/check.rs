@@ -153,6 +153,18 @@ pub struct Elaboration {
     /// Let patterns whose right-hand side grade was still a variable and
     /// defaulted to p (the only defaulting point, §17.5).
     pub grade_defaults: Vec<NodeId>,
+    /// The boundary calls (a decoder, `use`) whose result the program uses
+    /// at a type it decided, by stage id: the door and the frozen type the
+    /// value is admitted against before the program sees it (§7.3, §17.3).
+    pub boundaries: NodeMap<Boundary>,
+}
+
+/// A boundary call's admission site (see [`crate::admit`]).
+#[derive(Clone, Debug)]
+pub struct Boundary {
+    /// The builtin's name (`from-json`, `use`), for messages.
+    pub door: &'static str,
+    pub site: crate::admit::AdmitSite,
 }
 
 /// One top-level binding and its scheme (may share monomorphic parts with
@@ -192,6 +204,17 @@ impl Checked {
     /// Whether any diagnostic is an error.
     pub fn has_errors(&self) -> bool {
         self.diagnostics.iter().any(Diagnostic::is_error)
+    }
+
+    /// The closed session entry of the top-level binding of `name` whose
+    /// binder is at `span` (what the session environment gets when that
+    /// binding lands).
+    pub fn closed_entry(&self, name: &str, span: ral_syntax::Span) -> Option<&EnvEntry> {
+        let i = self
+            .bindings
+            .iter()
+            .position(|b| b.name == name && b.span == span)?;
+        self.closed_bindings.get(i).map(|(_, e, _)| e)
     }
 
     /// The printed scheme of the last top-level binding of `name`.

@@ -20,7 +20,7 @@ use crate::check::Checked;
 use crate::ty::Scheme;
 
 /// One session binding.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct EnvEntry {
     /// The closed scheme.
     pub scheme: Scheme,
@@ -57,6 +57,10 @@ impl EnvEntry {
 #[derive(Clone, Debug, Default)]
 pub struct TypeEnv {
     names: Arc<HashMap<String, EnvEntry>>,
+    /// Builtin-table names this host does not install (§11.5, §15): they
+    /// are absent from the base scope, so the checker resolves them like
+    /// any unknown name (a bare head is an external command).
+    absent: Arc<Vec<&'static str>>,
 }
 
 impl TypeEnv {
@@ -83,6 +87,23 @@ impl TypeEnv {
     /// Whether there are no session bindings.
     pub fn is_empty(&self) -> bool {
         self.names.is_empty()
+    }
+
+    /// This environment for a host that does not install the builtin-table
+    /// names `absent` (host forms such as `watch`, `service`, `detach`).
+    pub fn with_absent_builtins(mut self, absent: Vec<&'static str>) -> TypeEnv {
+        self.absent = Arc::new(absent);
+        self
+    }
+
+    /// Whether the host omits builtin `name`.
+    pub fn is_absent(&self, name: &str) -> bool {
+        self.absent.contains(&name)
+    }
+
+    /// The builtin names the host omits.
+    pub fn absent_builtins(&self) -> &[&'static str] {
+        &self.absent
     }
 
     /// Binds one name (used by hosts that define names themselves).

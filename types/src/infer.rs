@@ -4,9 +4,11 @@
 //! Statements, chains, pipelines and stages have *computation* types; atoms
 //! have *value* types. A block literal `{|p q| body}` is `U (A -> B -> C)`.
 //!
-//! Known gaps (typed permissively, never a panic): handler arms are checked
-//! against the ambient `standsFor` only (not an arm an enclosing `within`
-//! installed), and options that are not a record literal, and `grant`'s
+//! Known gaps (typed permissively, never a panic): handler arms know the
+//! arms of the `within` forms that lexically enclose them, not those a
+//! caller's `within` or an `alias` installs at run time (the VM checks
+//! those when they are installed); options that are not a record literal,
+//! and `grant`'s
 //! `exec`/`fs`/`editor`/`shell`, are typed as ordinary values; the block-argument capture
 //! of §17.5(2) is applied to one arrow level only; a block that uses a later
 //! block definition (§5.7) is monomorphic in it.
@@ -65,6 +67,24 @@ struct Infer<'a> {
     /// Written-key reads `$v[l]` on a variable, decided when the `let` that
     /// would generalise the variable ends (§4.7, §17.3).
     pending_labels: Vec<PendingLabel>,
+    /// The handler arms the enclosing `within` forms install, innermost
+    /// last: a head they name is of class `arm` in their bodies (§17.3).
+    arms: Vec<ArmScope>,
+    /// Boundary calls: the stage, the door and the call's computation type,
+    /// frozen into admission sites once the unit is solved.
+    boundary_calls: Vec<(NodeId, &'static str, Ty)>,
+    /// Uses that fixed a weak position to a constructor with no provenance
+    /// of its own (a builtin's parameter type): the line an admission
+    /// refusal names.
+    boundary_uses: HashMap<Ty, Span>,
+}
+
+/// The arms one `within` installs for its body: named arms with their
+/// types, and whether it has a catch-all.
+#[derive(Debug, Default)]
+struct ArmScope {
+    named: Vec<(String, Ty)>,
+    catch_all: bool,
 }
 
 /// A label read on a value-type variable: a map read if the variable becomes
@@ -110,11 +130,15 @@ pub(crate) fn run(
         origins: Vec::new(),
         pending_ix: Vec::new(),
         pending_labels: Vec::new(),
+        arms: Vec::new(),
+        boundary_calls: Vec::new(),
+        boundary_uses: HashMap::default(),
     };
     let mut bindings = Vec::new();
     let result = cx.stmts(&program.stmts, Some(&mut bindings));
     cx.settle_labels(0, 0);
     cx.finish_indexes();
+    cx.freeze_boundaries();
     let mut closed = Vec::with_capacity(bindings.len());
     for b in &bindings {
         let (scheme, weak) = close_scheme(&cx.store, &b.scheme);
@@ -208,6 +232,16 @@ impl<'a> Infer<'a> {
         p.and_then(|p| self.origins.get(p.0 as usize).copied())
     }
 
+    /// Records `span` as the use that fixed the (weak) position `t` now
+    /// is, unless its constructor already has a provenance: what an
+    /// admission refusal names as the use (§7.3).
+    fn note_boundary_use(&mut self, t: Ty, span: Span) {
+        let t = self.store.find(t);
+        if matches!(self.store.view(t), TyView::Con(_)) && !self.prov.contains_key(&t) {
+            self.boundary_uses.entry(t).or_insert(span);
+        }
+    }
+
     /// Where the constructor `t` came from, if known.
     fn prov_of(&mut self, t: Ty) -> Option<Span> {
         let t = self.store.find(t);
@@ -238,8 +272,14 @@ impl<'a> Infer<'a> {
     }
 
     fn unify_ctx(&mut self, expected: Ty, found: Ty, span: Span, what: &str, ctx: Ctx) -> bool {
+        let weak = self.store.is_weak(found) || self.store.is_weak(expected);
         match self.store.unify(expected, found) {
-            Ok(()) => true,
+            Ok(()) => {
+                if weak {
+                    self.note_boundary_use(expected, span);
+                }
+                true
+            }
             Err(e) => {
                 self.report(e, span, what, ctx);
                 false
@@ -475,7 +515,7 @@ impl<'a> Infer<'a> {
             .map(|(k, _)| k.as_str());
         let builtins = builtin_table()
             .iter()
-            .filter(|b| b.kind != BuiltinKind::BaseHandler)
+            .filter(|b| b.kind != BuiltinKind::BaseHandler && !self.env.is_absent(b.name))
             .map(|b| b.name);
         for cand in locals.chain(self.env.names()).chain(builtins) {
             if cand == name {
@@ -487,6 +527,15 @@ impl<'a> Infer<'a> {
             }
         }
         best.map(|(_, n)| n.to_owned())
+    }
+
+    /// The builtin-table row `name`, unless this host omits it (§11.5).
+    fn builtin(&self, name: &str) -> Option<(&'static crate::builtins::Builtin, crate::BuiltinId)> {
+        let table = builtin_table();
+        match (table.get(name), table.id(name)) {
+            (Some(b), Some(id)) if !self.env.is_absent(name) => Some((b, id)),
+            _ => None,
+        }
     }
 
     /// `$name` in value position.
@@ -512,8 +561,7 @@ impl<'a> Infer<'a> {
             self.elab.names.insert(span, res);
             return t;
         }
-        let table = builtin_table();
-        if let (Some(b), Some(id)) = (table.get(name), table.id(name)) {
+        if let Some((b, id)) = self.builtin(name) {
             if b.kind == BuiltinKind::BaseHandler {
                 let i = self.diag(
                     Code::BaseHandlerValue,
@@ -969,9 +1017,13 @@ impl<'a> Infer<'a> {
                 | RedirectKind::Stream(a)
                 | RedirectKind::Append(a)
                 | RedirectKind::Read(a) => {
+                    // A target names a file by its text: a numeral is its
+                    // number there too (`> 7` writes the file `7`, §4.1),
+                    // so any scalar is a target, as in interpolation.
                     let v = self.atom(a);
-                    let s = self.store.string();
-                    self.unify_at(s, v, a.span, "a redirect target");
+                    if let Err(e) = self.store.constrain(v, Kind::SCALAR, None) {
+                        self.report(e, a.span, "a redirect target", Ctx::Plain);
+                    }
                     if r.fd == 1 && !matches!(r.op, RedirectKind::Read(_)) {
                         out_redirected = true;
                     }
@@ -1059,8 +1111,7 @@ impl<'a> Infer<'a> {
             }
             return self.apply_args(comp, c, span);
         }
-        let table = builtin_table();
-        if let (Some(b), Some(id)) = (table.get(name), table.id(name)) {
+        if let Some((b, id)) = self.builtin(name) {
             if b.kind == BuiltinKind::BaseHandler {
                 self.elab.heads.insert(s.id, HeadRes::BaseHandler(id));
                 self.argv(c, false);
@@ -1078,12 +1129,23 @@ impl<'a> Infer<'a> {
             if is_boundary(b) {
                 self.store.make_weak(comp);
             }
-            return self.apply_args(comp, c, span);
+            let r = self.apply_args(comp, c, span);
+            if name == "alias" {
+                self.alias_arm(c);
+            }
+            if is_boundary(b) && !b.scheme().quantified().is_empty() {
+                self.boundary_calls.push((s.id, b.name, r));
+            }
+            return r;
         }
         self.elab
             .heads
             .insert(s.id, HeadRes::External(name.to_owned()));
-        self.argv(c, true)
+        // A head an enclosing `within` handles is of class arm: the arm
+        // receives every argument rendered as text (§6.4, §6.6), so no
+        // argument shape is refused here.
+        let os = !self.handled(name);
+        self.argv(c, os)
     }
 
     /// `fail [status: 0, …]` is refused statically (§8.5).
@@ -1128,7 +1190,9 @@ impl<'a> Infer<'a> {
                 self.unify_at(l, v, a.span, "a spread argument");
                 v = e;
             }
-            if os {
+            // A spread's elements are judged at the call, where it is
+            // known how many it contributes (an empty one adds none, §6.6).
+            if os && !spread {
                 let v = self.store.find(v);
                 if let TyView::Con(con) = self.store.view(v) {
                     if matches!(
@@ -1258,16 +1322,35 @@ impl<'a> Infer<'a> {
     }
 
     /// Passes one argument, with the block-argument capture of §17.5 (2):
-    /// a `U (… -> F_w Unit)` where `U (… -> F_p β)` is wanted captures.
+    /// a `U (… -> F_w Unit)` where `U (… -> F_p β)` is wanted captures; and
+    /// the zero-cost upcast of §17.5: a `U (… -> F_p Unit)` where
+    /// `U (… -> F_w Unit)` is wanted is taken as it is, since a
+    /// `()`-producer is a command that writes nothing.
     fn pass_arg(&mut self, param: Ty, arg: Ty, a: &Atom) {
+        let weak = self.store.is_weak(arg);
         let snap = self.store.snapshot();
         if self.store.unify(param, arg).is_ok() {
             self.store.commit(snap);
+            if weak {
+                self.note_boundary_use(param, a.span);
+            }
             return;
         }
         self.store.rollback_to(snap);
-        if let (Some((pg, pv)), Some((ag, _))) = (self.thunk_result(param), self.thunk_result(arg))
+        if let (Some((pg, pv)), Some((ag, av))) = (self.thunk_result(param), self.thunk_result(arg))
         {
+            if self.grade_is(pg) == GradeIs::Write && self.grade_is(ag) == GradeIs::Pure {
+                let snap = self.store.snapshot();
+                let u = self.store.unit();
+                let ok = self.store.unify(pv, u).is_ok()
+                    && self.store.unify(av, u).is_ok()
+                    && self.unify_prefix(param, arg);
+                if ok {
+                    self.store.commit(snap);
+                    return;
+                }
+                self.store.rollback_to(snap);
+            }
             if self.grade_is(ag) == GradeIs::Write && self.grade_is(pg) != GradeIs::Write {
                 let snap = self.store.snapshot();
                 let s = self.store.string();
@@ -1283,6 +1366,27 @@ impl<'a> Infer<'a> {
             }
         }
         self.unify_at(param, arg, a.span, "this argument");
+    }
+
+    /// How many parameters a thunk type takes before its result (`None`
+    /// when `t` is not yet known to be a thunk).
+    fn arrows_of(&mut self, t: Ty) -> Option<usize> {
+        let t = self.store.find(t);
+        let TyView::Con(Con::Thunk(mut c)) = self.store.view(t) else {
+            return None;
+        };
+        let mut n = 0;
+        while n < 64 {
+            c = self.store.find(c);
+            match self.store.view(c) {
+                TyView::Con(Con::Arrow { result, .. }) => {
+                    n += 1;
+                    c = result;
+                }
+                TyView::Var(..) | TyView::Con(_) => break,
+            }
+        }
+        Some(n)
     }
 
     /// For `U (A1 -> … -> F_g B)`, `(g, B)`.
@@ -1577,8 +1681,11 @@ impl<'a> Infer<'a> {
                 b
             }
             ScopeKind::Within { options, body } => {
-                self.within_options(options);
-                self.arm(body, None)
+                let scope = self.within_options(options);
+                self.arms.push(scope);
+                let b = self.arm(body, None);
+                self.arms.pop();
+                b
             }
             ScopeKind::Grant { caps, body } => {
                 self.grant_caps(caps);
@@ -1620,15 +1727,48 @@ impl<'a> Infer<'a> {
         }
     }
 
+    /// Freezes each boundary call's result type, now that the unit is
+    /// solved, into the site its value is admitted against (§7.3, §17.3).
+    /// A call whose result no use constrained needs no admission.
+    fn freeze_boundaries(&mut self) {
+        for (id, door, comp) in std::mem::take(&mut self.boundary_calls) {
+            let value = match self.store.view(comp) {
+                TyView::Con(Con::Returns { value, .. }) => value,
+                TyView::Var(..) | TyView::Con(_) => continue,
+            };
+            let store = &self.store;
+            let prov = &self.prov;
+            let uses = &self.boundary_uses;
+            let origins = &self.origins;
+            let use_at = |t: Ty| -> Option<u32> {
+                let span = match store.view(t) {
+                    TyView::Var(v, _) => v.origin.and_then(|p| origins.get(p.0 as usize).copied()),
+                    TyView::Con(_) => {
+                        let r = store.find_imm(t);
+                        prov.get(&r).or_else(|| uses.get(&r)).copied()
+                    }
+                };
+                span.map(|s| s.start)
+            };
+            let site = crate::admit::freeze(store, value, &use_at);
+            if !site.admits_anything() {
+                self.elab
+                    .boundaries
+                    .insert(id, crate::check::Boundary { door, site });
+            }
+        }
+    }
+
     /// Types the options of `within` (§9.1–9.4): `handlers:` arms against
     /// what they stand in for, `handler:` as the catch-all, `dir: String`,
     /// `env: Map scalar`. Options that are not a record literal are typed as
     /// an ordinary value (their keys are checked at run time).
-    fn within_options(&mut self, options: &Atom) {
+    fn within_options(&mut self, options: &Atom) -> ArmScope {
+        let mut scope = ArmScope::default();
         let (Primary::Record(entries), true) = (&options.primary, options.indexes.is_empty())
         else {
             let _ = self.atom(options);
-            return;
+            return scope;
         };
         for en in entries {
             let Entry::Field {
@@ -1649,7 +1789,10 @@ impl<'a> Infer<'a> {
                                     key: Key::Static(name),
                                     value: v,
                                     ..
-                                } => self.handler_arm(&name.text, v),
+                                } => {
+                                    let t = self.handler_arm(&name.text, v);
+                                    scope.named.push((name.text.clone(), t));
+                                }
                                 Entry::Field { .. } | Entry::Spread { .. } => {
                                     self.entry_ordinary(arm)
                                 }
@@ -1664,6 +1807,7 @@ impl<'a> Infer<'a> {
                     let t = self.atom(value);
                     let s = self.store.string();
                     self.command_arm(t, Some(s), value.span, "this catch-all handler");
+                    scope.catch_all = true;
                 }
                 "dir" => {
                     let t = self.atom(value);
@@ -1691,10 +1835,28 @@ impl<'a> Infer<'a> {
                             }
                         }
                         _ => {
+                            // Computed, it is what the same bracket written
+                            // out would be (§9.1, §9.3): a record whose
+                            // fields are scalars, or a map of scalars.
                             let t = self.atom(value);
-                            let e = self.store.fresh_kinded(Kind::SCALAR, None);
-                            let m = self.store.map(e);
-                            self.unify_at(m, t, value.span, "the `env` option");
+                            let tf = self.store.find(t);
+                            if let TyView::Con(Con::Record(row)) = self.store.view(tf) {
+                                let (fields, _) = self.store.row_parts(row);
+                                for (_, ft) in fields {
+                                    if let Err(e) = self.store.constrain(ft, Kind::SCALAR, None) {
+                                        self.report(
+                                            e,
+                                            value.span,
+                                            "a variable of `env`",
+                                            Ctx::Plain,
+                                        );
+                                    }
+                                }
+                            } else {
+                                let e = self.store.fresh_kinded(Kind::SCALAR, None);
+                                let m = self.store.map(e);
+                                self.unify_at(m, t, value.span, "the `env` option");
+                            }
                         }
                     }
                 }
@@ -1703,6 +1865,7 @@ impl<'a> Infer<'a> {
                 }
             }
         }
+        scope
     }
 
     /// Types an entry with no rule of its own as an ordinary value.
@@ -1722,23 +1885,71 @@ impl<'a> Infer<'a> {
         }
     }
 
-    /// A named handler arm stands in for the head it names (§17.7 standsFor):
-    /// a binding or builtin at its own type, a base handler at its scheme,
-    /// anything else (an external) at `[String] -> Command`.
-    fn handler_arm(&mut self, name: &str, arm: &Atom) {
+    /// A named handler arm stands in for the head it names (§17.7
+    /// `standsFor`): a base handler at its scheme, a head an enclosing
+    /// `within` already gave an arm at that arm's type, and anything else
+    /// (an external, and also a binding or a builtin, which resolve before
+    /// any handler and so are never reached through it, §9.5) at
+    /// `[String] -> Command`. Returns the arm's type.
+    fn handler_arm(&mut self, name: &str, arm: &Atom) -> Ty {
         let t = self.atom(arm);
-        if let Some((b, _)) = self.lookup_binding(name) {
-            self.unify_at(b, t, arm.span, "this handler arm");
-            return;
+        self.stands_in(Some(name), t, arm.span, "this handler arm");
+        t
+    }
+
+    /// Checks an arm of type `t` against `standsFor(name)` (§17.7); a name
+    /// known only at run time stands in for a command.
+    fn stands_in(&mut self, name: Option<&str>, t: Ty, span: Span, what: &str) {
+        if let Some(name) = name {
+            if let Some((b, _)) = self
+                .builtin(name)
+                .filter(|(b, _)| b.kind == BuiltinKind::BaseHandler)
+            {
+                let c = self.store.instantiate(b.scheme());
+                let th = self.store.thunk(c);
+                self.unify_at(th, t, span, what);
+                return;
+            }
+            if let Some(outer) = self.arm_for(name) {
+                self.unify_at(outer, t, span, what);
+                return;
+            }
         }
-        let table = builtin_table();
-        if let Some(b) = table.get(name) {
-            let c = self.store.instantiate(b.scheme());
-            let th = self.store.thunk(c);
-            self.unify_at(th, t, arm.span, "this handler arm");
+        self.command_arm(t, None, span, what);
+    }
+
+    /// `alias name arm` checks its arm as it installs it (§6.4, §17.7): the
+    /// arm stands in for `name` like a `within` arm, so a bare block, a
+    /// wrong arity, or an arm returning a value where a command is expected
+    /// is refused before anything runs.
+    fn alias_arm(&mut self, c: &Command) {
+        let (Some(Arg::Atom(n)), Some(Arg::Atom(arm))) = (c.args.first(), c.args.get(1)) else {
             return;
-        }
-        self.command_arm(t, None, arm.span, "this handler arm");
+        };
+        let name = match (&n.primary, n.indexes.is_empty()) {
+            (Primary::Word(w), true) => Some(w.clone()),
+            (Primary::Str(s), true) => s.as_plain(),
+            _ => None,
+        };
+        let Some(&t) = self.elab.atom_types.get(arm.id) else {
+            return;
+        };
+        self.stands_in(name.as_deref(), t, arm.span, "this alias arm");
+    }
+
+    /// The type of the innermost arm an enclosing `within` installs for
+    /// `name`.
+    fn arm_for(&self, name: &str) -> Option<Ty> {
+        self.arms
+            .iter()
+            .rev()
+            .find_map(|s| s.named.iter().rev().find(|(n, _)| n == name).map(|p| p.1))
+    }
+
+    /// Whether a bare head `name` that is no binding and no builtin reaches
+    /// a handler here: an enclosing `within` names it or has a catch-all.
+    fn handled(&self, name: &str) -> bool {
+        self.arm_for(name).is_some() || self.arms.iter().any(|s| s.catch_all)
     }
 
     /// Checks `t` against `{[String] -> Command}` (with a leading `String`
@@ -1755,7 +1966,23 @@ impl<'a> Infer<'a> {
             c = self.store.arrow(l, c);
         }
         let th = self.store.thunk(c);
+        let written = self.arrows_of(t);
         if !self.unify_at(th, t, span, what) {
+            let want = if lead.is_some() { 2 } else { 1 };
+            let help = match written {
+                Some(0) if want == 1 => Some("an arm takes the command's argument list: write `{ |args| … }`".to_owned()),
+                Some(0) => Some("a catch-all takes the command's name and argument list: write `{ |name args| … }`".to_owned()),
+                Some(n) if n != want => Some(format!(
+                    "this arm takes {n} parameters; {} takes {want}: {}",
+                    if want == 1 { "a named arm" } else { "a catch-all" },
+                    if want == 1 { "the argument list" } else { "the name and the argument list" }
+                )),
+                Some(_) | None => None,
+            };
+            if let Some(h) = help {
+                let i = self.diags.len() - 1;
+                self.help(i, h);
+            }
             return;
         }
         let _ = self.store.set_grade(g, true);

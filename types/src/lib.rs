@@ -36,6 +36,7 @@
 //! [`print`] is the one printer, [`sig`] parses the same syntax back, and
 //! [`builtins`] is the table of every builtin and prelude signature.
 
+pub mod admit;
 pub mod builtins;
 pub mod check;
 pub mod env;
@@ -44,10 +45,11 @@ pub mod print;
 pub mod sig;
 pub mod ty;
 
+pub use admit::{AdmitNode, AdmitSite};
 pub use builtins::{builtin_table, Builtin, BuiltinId, BuiltinKind, BuiltinTable, Layer};
 pub use check::{
-    check_program, check_source, CaptureSite, CheckOptions, Checked, Elaboration, HeadRes, NameRes,
-    NodeMap, TopBinding,
+    check_program, check_source, Boundary, CaptureSite, CheckOptions, Checked, Elaboration,
+    HeadRes, NameRes, NodeMap, TopBinding,
 };
 pub use env::{EnvEntry, TypeEnv};
 pub use print::{print_scheme, print_ty, TyPrinter};

@@ -213,6 +213,24 @@ pub struct Vm {
     scratch: Vec<Value>,
     nested: usize,
     pending_exit: Option<i32>,
+    /// The sources of the loaded code: `(first proto, source)`, by first
+    /// proto, each covering the protos up to the next entry's (see
+    /// [`Vm::load_source`]); failures get their `site` from it.
+    sources: Arc<Vec<(u32, Arc<crate::failure::SourceText>)>>,
+    /// The session's type environment as of the start of the running
+    /// top-level code (a host sets it each turn); with [`Vm::def_types`]'s
+    /// landed entries it is what a `use` is checked against and what
+    /// `explain` reports (§17.8, §14.1).
+    pub types: ral_types::TypeEnv,
+    /// The schemes of the definitions of the code loaded since the
+    /// top-level load, with the slots they land in: a definition is in the
+    /// session's environment once its slot is filled.
+    def_types: Vec<(SlotId, String, ral_types::EnvEntry)>,
+    /// Admission sites parsed from their text ([`crate::admit`]).
+    site_cache: crate::admit::SiteCache,
+    /// What the `number` and `comparable` positions of the run's decodes
+    /// agreed on (§7.3); cleared at each top-level load.
+    agreements: crate::admit::Agreements,
 }
 
 /// A host builtin's implementation: it gets the whole machine (the
@@ -272,6 +290,11 @@ impl Vm {
             scratch: Vec::new(),
             nested: 0,
             pending_exit: None,
+            sources: Arc::new(Vec::new()),
+            types: ral_types::TypeEnv::new(),
+            def_types: Vec::new(),
+            site_cache: crate::admit::SiteCache::default(),
+            agreements: crate::admit::Agreements::default(),
         }
     }
 
@@ -311,6 +334,11 @@ impl Vm {
             scratch: Vec::new(),
             nested: 0,
             pending_exit: None,
+            sources: self.sources.clone(),
+            types: self.types.clone(),
+            def_types: self.def_types.clone(),
+            site_cache: crate::admit::SiteCache::default(),
+            agreements: self.agreements.clone(),
         }
     }
 
@@ -320,6 +348,36 @@ impl Vm {
     pub(crate) fn request_exit(&mut self, status: i32) -> Failure {
         self.pending_exit = Some(status);
         Failure::error("exit")
+    }
+
+    /// How many more arguments a function value takes before it runs
+    /// (`None` for a value that is not a function).
+    pub fn arity_of(&self, v: &Value) -> Option<usize> {
+        let Value::Func(f) = v else {
+            return None;
+        };
+        match &**f {
+            Func::Closure { proto, .. } => self
+                .protos
+                .get(*proto as usize)
+                .map(|p| usize::from(p.n_params)),
+            Func::Partial { head, applied } => self
+                .arity_of(&Value::Func(head.clone()))
+                .map(|n| n.saturating_sub(applied.len())),
+            Func::Builtin { id, applied } => {
+                let id = ral_types::BuiltinId(*id);
+                let n = match by_table_id(id) {
+                    Some(def) => usize::from(def.arity),
+                    None => usize::from(
+                        self.host_builtins
+                            .get(usize::from(id.0))
+                            .and_then(Option::as_ref)?
+                            .arity,
+                    ),
+                };
+                Some(n.saturating_sub(applied.len()))
+            }
+        }
     }
 
     /// Whether `name` runs here: the VM's registry or a host builtin.
@@ -419,6 +477,118 @@ impl Vm {
         self.protos.get(i as usize).map(|p| &**p)
     }
 
+    /// [`Vm::load`], knowing the source the module was written in (its
+    /// name and normalised text), so a failure in its code gets a `site`
+    /// (§8.6). Without one a failure's site is `` `none ``.
+    pub fn load_source(
+        &mut self,
+        module: &ral_ir::Module,
+        source: Arc<crate::failure::SourceText>,
+    ) -> Result<u32, CompileError> {
+        let base = u32::try_from(self.protos.len()).unwrap_or(u32::MAX);
+        let main = self.load(module)?;
+        let sources = Arc::make_mut(&mut self.sources);
+        // Protos past the table's end were retired and their indices are
+        // reused from `base` on.
+        sources.retain(|(first, _)| *first < base);
+        sources.push((base, source));
+        Ok(main)
+    }
+
+    /// Admits a boundary's `value` against the site `site` (its text), for
+    /// `_admit` (see [`crate::admit`]); a refusal is a failure of `door`.
+    pub(crate) fn admit_value(
+        &mut self,
+        door: &str,
+        site: &str,
+        value: &Value,
+    ) -> Result<(), Failure> {
+        let site = self.site_cache.get(site)?;
+        let source = self.frames.last().and_then(|fr| {
+            let i = self
+                .sources
+                .partition_point(|(first, _)| *first <= fr.proto);
+            i.checked_sub(1).and_then(|i| self.sources.get(i)).cloned()
+        });
+        let unit = source.as_ref().map_or(0, |(first, _)| *first);
+        let Err(r) = crate::admit::admit(&site, value, unit, &mut self.agreements) else {
+            return Ok(());
+        };
+        let line = match (r.use_at, &source) {
+            (Some(at), Some((_, src))) => format!(" (line {})", src.site(at).line),
+            _ => String::new(),
+        };
+        let message = match (door, r.pointer.as_str(), &r.missing) {
+            // A module's public bindings are its record's fields (§10.3).
+            ("use", "", Some(name)) => format!(
+                "use: the module has no public binding `{name}`, but this program reads it{line}"
+            ),
+            ("use", p, _) if p.matches('/').count() == 1 => format!(
+                "use: the module's `{}` is {}, but this program {}{line}",
+                p.trim_start_matches('/'),
+                r.found,
+                r.expected
+            ),
+            (_, "", _) => format!(
+                "the value is {}, but this program {}{line}",
+                r.found, r.expected
+            ),
+            (_, p, _) => format!(
+                "the value at `{p}` is {}, but this program {}{line}",
+                r.found, r.expected
+            ),
+        };
+        let mut f = Failure::error(message);
+        f.cmd = Some(door.into());
+        Err(f)
+    }
+
+    /// The session's type environment now: [`Vm::types`] and the
+    /// definitions of the running code that have landed.
+    pub fn session_types(&self) -> ral_types::TypeEnv {
+        let mut env = self.types.clone();
+        for (slot, name, entry) in &self.def_types {
+            if self.mobile.scope.get(*slot).is_some() {
+                env.insert(name, entry.clone());
+            }
+        }
+        env
+    }
+
+    /// How many definition types are recorded (to drop a module's again).
+    pub(crate) fn def_types_len(&self) -> usize {
+        self.def_types.len()
+    }
+
+    pub(crate) fn truncate_def_types(&mut self, n: usize) {
+        self.def_types.truncate(n);
+    }
+
+    /// Stamps `f` with the site of the instruction the innermost frame is
+    /// executing, unless it has one.
+    #[cold]
+    fn stamp_site(&self, f: &mut Failure) {
+        if f.site.is_some() {
+            return;
+        }
+        let Some(fr) = self.frames.last() else {
+            return;
+        };
+        let Some(span) = self
+            .protos
+            .get(fr.proto as usize)
+            .and_then(|p| p.spans.get((fr.pc as usize).checked_sub(1)?))
+        else {
+            return;
+        };
+        let i = self
+            .sources
+            .partition_point(|(first, _)| *first <= fr.proto);
+        if let Some((_, src)) = i.checked_sub(1).and_then(|i| self.sources.get(i)) {
+            f.site = Some(src.site(span.start));
+        }
+    }
+
     /// Compiles `module` into the program (reserving slots for its
     /// definitions) and returns its `main` proto.
     pub fn load(&mut self, module: &ral_ir::Module) -> Result<u32, CompileError> {
@@ -441,6 +611,17 @@ impl Vm {
         if self.frames.is_empty() {
             // A top-level load: this turn's code starts here (see `locate`).
             self.turn_base = base;
+            self.def_types.clear();
+            self.agreements.clear();
+        }
+        let reserved = self.mobile.scope.reservations();
+        let slots = reserved
+            .get(reserved.len().saturating_sub(module.defs.len())..)
+            .unwrap_or_default();
+        for (d, (_, slot)) in module.defs.iter().zip(slots) {
+            if let Some(e) = &d.entry {
+                self.def_types.push((*slot, d.name.clone(), e.clone()));
+            }
         }
         Arc::make_mut(&mut self.protos).extend(compiled.protos.into_iter().map(Arc::new));
         let mut once = compiled.main_stages;
@@ -624,12 +805,18 @@ impl Vm {
         loop {
             match self.dispatch(stop) {
                 Ok(v) => return Ok(v),
-                Err(Escape::Fail(f)) => {
+                Err(Escape::Fail(mut f)) => {
                     if let Some(status) = self.pending_exit.take() {
                         self.abandon(stop);
                         return Err(Escape::Exit(status));
                     }
-                    if !self.unwind(f.clone(), stop) {
+                    self.stamp_site(&mut f);
+                    if !self.unwind(&mut f, stop) {
+                        if stop == 0 {
+                            // Leaving the machine's bottom run: the
+                            // pipelines it was in finish here.
+                            self.settle_pipes(0, &mut f);
+                        }
                         let f = self.locate(f);
                         self.abandon(stop);
                         return Err(Escape::Fail(f));
@@ -710,7 +897,7 @@ impl Vm {
     /// abandoned, `within` contexts are restored innermost first.
     fn restore_depths(&mut self, d: Depths) {
         self.io.truncate(d.io);
-        self.pipes.truncate(d.pipes);
+        self.abandon_pipes(d.pipes);
         while self.withins.len() > d.withins {
             if let Some(save) = self.withins.pop() {
                 self.restore_within(save);
@@ -764,7 +951,7 @@ impl Vm {
     /// Transfers control to the innermost handler of this run; false if
     /// there is none.
     #[cold]
-    fn unwind(&mut self, failure: Failure, stop: usize) -> bool {
+    fn unwind(&mut self, failure: &mut Failure, stop: usize) -> bool {
         while let Some(h) = self.handlers.pop() {
             if h.frame <= stop {
                 self.handlers.push(h);
@@ -784,6 +971,7 @@ impl Vm {
                 continue;
             }
             self.frames.truncate(h.frame);
+            self.settle_pipes(h.depth.pipes, failure);
             self.restore_depths(h.depth);
             if h.guard {
                 self.stash.push(failure.clone());
@@ -795,7 +983,7 @@ impl Vm {
             if let Some(err) = h.err {
                 let i = frame.base as usize + usize::from(err.0);
                 if let Some(slot) = self.regs.get_mut(i) {
-                    *slot = error_record(&failure);
+                    *slot = error_record(failure);
                 }
             }
             return true;
@@ -1936,10 +2124,9 @@ impl Vm {
                 }
                 Op::Exit { src } => {
                     save!();
-                    let status = if let Value::Int(n) = r!(src) {
-                        i32::try_from(n).unwrap_or(i32::MAX)
-                    } else {
-                        1
+                    let status = match r!(src) {
+                        Value::Int(n) => tri!(exit_status(n)),
+                        _ => 1,
                     };
                     return Err(Escape::Exit(status));
                 }
@@ -2192,6 +2379,20 @@ fn closure_entry(f: &Value, argc: u8, protos: &[Arc<Proto>]) -> Option<(u32, Opt
 // ---- cold helpers ----
 
 #[cold]
+/// The status of `exit n` (§8.8): any integer of the signed 32-bit
+/// exit-code range, carried unchanged to the host (a process host clamps
+/// it to 0..=255, §16.3); anything outside is refused with an ordinary
+/// failure, as `fail` refuses such a status (§8.5). spec/evaluation.md §3.
+pub(crate) fn exit_status(n: i64) -> Result<i32, Failure> {
+    i32::try_from(n).map_err(|_| {
+        Failure::error(format!(
+            "exit: status {n} is outside the signed exit-code range ({} to {})",
+            i32::MIN,
+            i32::MAX
+        ))
+    })
+}
+
 fn depth_exceeded(limit: usize) -> Failure {
     Failure::error(format!("recursion depth limit ({limit} frames) exceeded"))
 }
@@ -2448,6 +2649,21 @@ pub fn error_record(f: &Failure) -> Value {
         ("status".into(), Value::Int(i64::from(f.status))),
         ("reason".into(), reason),
         ("message".into(), Value::str(f.message.as_str())),
-        ("site".into(), Value::variant("none", None)),
+        ("site".into(), site_value(f.site.as_ref())),
     ]))
+}
+
+/// `` `just [script, line, col] `` or `` `none `` (§8.6).
+fn site_value(site: Option<&crate::failure::Site>) -> Value {
+    match site {
+        Some(s) => Value::variant(
+            "just",
+            Some(Value::record(Record::from_entries(vec![
+                ("script".into(), Value::str(s.script.as_ref())),
+                ("line".into(), Value::Int(i64::from(s.line))),
+                ("col".into(), Value::Int(i64::from(s.col))),
+            ]))),
+        ),
+        None => Value::variant("none", None),
+    }
 }

@@ -45,6 +45,72 @@ pub struct FailureInfo {
     /// How many entries were left out of the middle of `trace` (they sit
     /// between `trace[TRACE_KEEP - 1]` and `trace[TRACE_KEEP]`).
     pub trace_elided: usize,
+    /// Where it happened, in the source it was written in (`try`'s `site`,
+    /// §8.6): stamped by the innermost run that meets it, from the failing
+    /// instruction's span, when that code's source is known.
+    pub site: Option<Site>,
+    /// More for a person to read below the diagnostic (a module's own
+    /// rendered diagnostics when it does not compile, §10.4); never part
+    /// of `message`, which is what `try` reads.
+    pub detail: Option<Arc<str>>,
+}
+
+/// A failure's source position (§8.6, §13.1): the script (or the name the
+/// host gave the source) and one-based line and column, the column in
+/// characters.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Site {
+    pub script: Arc<str>,
+    pub line: u32,
+    pub col: u32,
+}
+
+/// A loaded source's name and text, to turn spans into [`Site`]s.
+#[derive(Debug)]
+pub struct SourceText {
+    name: Arc<str>,
+    text: Arc<str>,
+    /// Byte offset of the start of each line.
+    line_starts: Vec<u32>,
+}
+
+impl SourceText {
+    /// `text` as the spans of its code index it (normalised, §3.1).
+    pub fn new(name: &str, text: &str) -> SourceText {
+        let mut line_starts = vec![0u32];
+        line_starts.extend(
+            text.bytes()
+                .enumerate()
+                .filter(|&(_, b)| b == b'\n')
+                .filter_map(|(i, _)| u32::try_from(i + 1).ok()),
+        );
+        SourceText {
+            name: Arc::from(name),
+            text: Arc::from(text),
+            line_starts,
+        }
+    }
+
+    /// The source's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The site of byte offset `at`.
+    pub fn site(&self, at: u32) -> Site {
+        let line = self.line_starts.partition_point(|&s| s <= at).max(1);
+        let start = self.line_starts.get(line - 1).copied().unwrap_or(0) as usize;
+        let mut end = (at as usize).min(self.text.len());
+        while end > start && !self.text.is_char_boundary(end) {
+            end -= 1;
+        }
+        let col = self.text.get(start..end).map_or(0, |s| s.chars().count()) + 1;
+        Site {
+            script: self.name.clone(),
+            line: u32::try_from(line).unwrap_or(u32::MAX),
+            col: u32::try_from(col).unwrap_or(u32::MAX),
+        }
+    }
 }
 
 /// How many call sites a failure's trace keeps at each end.
@@ -142,6 +208,8 @@ impl Failure {
                 span: None,
                 trace: Vec::new(),
                 trace_elided: 0,
+                site: None,
+                detail: None,
             }),
         }
     }
@@ -224,6 +292,22 @@ mod tests {
     #[test]
     fn result_stays_small() {
         assert!(std::mem::size_of::<Result<Value, Failure>>() <= 24);
+    }
+
+    #[test]
+    fn sites_count_lines_and_characters() {
+        let s = SourceText::new("t.ral", "ab\nxé y\n\nz");
+        let at = |n| {
+            let site = s.site(n);
+            (site.line, site.col)
+        };
+        assert_eq!(at(0), (1, 1));
+        assert_eq!(at(3), (2, 1));
+        // `y` follows a two-byte character: column 4, not 5.
+        assert_eq!(at(7), (2, 4));
+        assert_eq!(at(9), (3, 1));
+        assert_eq!(at(10), (4, 1));
+        assert_eq!(s.site(10).script.as_ref(), "t.ral");
     }
 
     #[test]

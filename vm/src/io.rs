@@ -163,6 +163,16 @@ pub fn resolve(frames: &[IoFrame], s: Stream) -> Target {
     Target::Base(s)
 }
 
+/// Whether two resolved streams land in the same place (`2>&1`).
+pub fn same_target(a: &Target, b: &Target) -> bool {
+    match (a, b) {
+        (Target::Capture(i, s), Target::Capture(j, t)) => i == j && s == t,
+        (Target::File(x), Target::File(y)) => Arc::ptr_eq(x, y),
+        (Target::Base(s), Target::Base(t)) => s == t,
+        _ => false,
+    }
+}
+
 /// The input file in effect, if any frame redirects standard input.
 pub fn resolve_input(frames: &[IoFrame]) -> Option<Arc<File>> {
     frames.iter().rev().find_map(|f| match &f.input {

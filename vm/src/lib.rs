@@ -19,6 +19,7 @@
 //! - [`builtins`]: the builtin functions, their calling convention ([`Ctx`],
 //!   [`BuiltinFn`]) and the registry.
 
+pub mod admit;
 pub mod builtins;
 pub mod caps;
 pub mod codec;
@@ -38,7 +39,7 @@ pub mod value;
 
 pub use builtins::{registry, BuiltinDef, BuiltinFn, Ctx};
 pub use exec::{Escape, HostFn, RunError, Stdin, Stdout, Vm};
-pub use failure::{Cause, Failure, FailureInfo, Reason};
+pub use failure::{Cause, Failure, FailureInfo, Reason, Site, SourceText};
 pub use io::SharedBuf;
 pub use session::{Context, Mobile, Scope, SlotId};
 pub use value::{Func, Handle, Key, Keys, Record, Value, Variant};

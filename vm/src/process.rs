@@ -10,7 +10,9 @@
 //!   the destination is one (a terminal, a file, a pipe), so bytes between
 //!   two programs never pass through the interpreter. Only a destination the
 //!   kernel cannot write to (a capture buffer, a host's in-memory sink) is
-//!   fed by a pump here, reading the child's pipe as it produces.
+//!   fed by a pump here, reading the child's pipe as it produces. Under
+//!   `2>&1` both streams share one descriptor, or one pumped pipe
+//!   ([`Plan::WithOut`]), so their bytes keep the order they were written.
 //! - **Waiting.** One `poll(2)` loop waits on the child (a pidfd where the
 //!   kernel has them) and on the pumped pipes at once, and checks the
 //!   cancel flag at least every 50 ms. Cancellation sends `SIGTERM` to the
@@ -38,7 +40,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStderr, ChildStdout, Command, ExitStatus, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
@@ -56,6 +58,10 @@ pub enum Plan {
     Direct(Stdio),
     /// Through a pipe this module reads and hands to the deliver callback.
     Pump,
+    /// Standard error only, beside a pumped standard output: the same pipe
+    /// as standard output (`2>&1` into a capture or an in-memory sink), so
+    /// the two streams arrive in the order the program wrote them (§7.4).
+    WithOut,
 }
 
 /// Everything needed to start one program.
@@ -94,6 +100,31 @@ pub fn search_path(name: &str, path: Option<&str>, cwd: &Path) -> Option<PathBuf
         }
     }
     None
+}
+
+/// The first regular file named `name` in `PATH` when none of them is
+/// executable: such a command exists but cannot be run (status 126,
+/// §6.7). Cold: asked only after [`search_path`] found nothing.
+pub fn search_path_unrunnable(name: &str, path: Option<&str>, cwd: &Path) -> Option<PathBuf> {
+    let path = path?;
+    path.split(':').find_map(|dir| {
+        let dir = if dir.is_empty() { "." } else { dir };
+        let candidate = cwd.join(dir).join(name);
+        std::fs::metadata(&candidate)
+            .is_ok_and(|m| m.is_file())
+            .then_some(candidate)
+    })
+}
+
+/// The failure for a file found on `PATH` that cannot be executed.
+pub fn not_runnable(name: &str, file: &Path) -> Failure {
+    let mut f = Failure::new(
+        126,
+        format!("{name}: {} is not executable", file.display()),
+        Reason::NotRunnable,
+    );
+    f.cmd = Some(name.into());
+    f
 }
 
 fn is_executable_file(p: &Path) -> bool {
@@ -180,14 +211,23 @@ pub fn run(
         .stdin(launch.stdin);
     let pump_out = matches!(launch.stdout, Plan::Pump);
     let pump_err = matches!(launch.stderr, Plan::Pump);
-    cmd.stdout(match launch.stdout {
-        Plan::Direct(s) => s,
-        Plan::Pump => Stdio::piped(),
-    });
-    cmd.stderr(match launch.stderr {
-        Plan::Direct(s) => s,
-        Plan::Pump => Stdio::piped(),
-    });
+    // `2>&1` into a pump: one pipe carries both streams, read as output.
+    let mut shared: Option<File> = None;
+    match (launch.stdout, launch.stderr) {
+        (Plan::Pump, Plan::WithOut) => {
+            let (r, w) = std::io::pipe().map_err(|e| Failure::error(format!("pipe: {e}")))?;
+            let w2 = w
+                .try_clone()
+                .map_err(|e| Failure::error(format!("dup: {e}")))?;
+            cmd.stdout(Stdio::from(w));
+            cmd.stderr(Stdio::from(w2));
+            shared = Some(File::from(OwnedFd::from(r)));
+        }
+        (out, err) => {
+            cmd.stdout(stdio_for(out)?);
+            cmd.stderr(stdio_for(err)?);
+        }
+    }
     let launch_own_group = launch.own_group;
     if launch_own_group {
         cmd.process_group(0);
@@ -200,12 +240,25 @@ pub fn run(
             launch.cwd.display()
         )));
     }
-    let mut child = match cmd.spawn() {
+    let spawned = cmd.spawn();
+    // The command holds the parent's copies of the descriptors it was
+    // given; a shared pipe's write end must close here, or its reader
+    // would never see the end.
+    drop(cmd);
+    let mut child = match spawned {
         Ok(c) => c,
         Err(e) => return Err(spawn_error(name, &launch.program, &e)),
     };
-    let out = if pump_out { child.stdout.take() } else { None };
-    let err = if pump_err { child.stderr.take() } else { None };
+    let out = match shared {
+        Some(r) => Some(r),
+        None if pump_out => child.stdout.take().map(|o| File::from(OwnedFd::from(o))),
+        None => None,
+    };
+    let err = if pump_err {
+        child.stderr.take().map(|e| File::from(OwnedFd::from(e)))
+    } else {
+        None
+    };
     let result = wait(
         &mut child,
         out,
@@ -353,8 +406,8 @@ fn terminate(child: &mut Child, group: bool) {
 /// The wait loop (see the module docs).
 fn wait(
     child: &mut Child,
-    mut out: Option<ChildStdout>,
-    mut err: Option<ChildStderr>,
+    mut out: Option<File>,
+    mut err: Option<File>,
     cancel: &AtomicBool,
     cause: &dyn Fn() -> Cause,
     group: bool,
@@ -460,6 +513,17 @@ fn pollfd(fd: i32) -> libc::pollfd {
         fd,
         events: libc::POLLIN,
         revents: 0,
+    }
+}
+
+/// The `Stdio` of a plan that is not pumped.
+fn stdio_for(plan: Plan) -> Result<Stdio, Failure> {
+    match plan {
+        Plan::Direct(s) => Ok(s),
+        Plan::Pump => Ok(Stdio::piped()),
+        Plan::WithOut => Err(Failure::error(
+            "standard error follows standard output only beside a pumped output",
+        )),
     }
 }
 

@@ -31,8 +31,13 @@
 //! pipe as its input, and the pipeline's value is its value. When it is
 //! done every stage is waited for; the first failure in launch order wins,
 //! except that a non-final stage cut off because its reader went away
-//! (`SIGPIPE`, or `reader-gone` for a ral stage) is forgiven. A stage's
-//! shell-state changes (a `cd` inside it) stay in its fork (§9.7).
+//! (`SIGPIPE`, or `reader-gone` for a ral stage) is forgiven. A failure of
+//! the final stage settles the pipeline on its way out
+//! ([`Vm::settle_pipes`], called by the unwinder): the input is closed,
+//! every stage joined, and an earlier stage's failure replaces it. A
+//! stage's shell-state changes stay with it (§9.7): a non-final stage's in
+//! its fork, the final stage's undone from the context saved when it
+//! started.
 //!
 //! # `within` (§9.1–9.3)
 //!
@@ -40,7 +45,8 @@
 //! before any is installed; then the environment overlay, the directory and
 //! the handler frame go in, and [`crate::Vm`] restores exactly the saved
 //! context when the scope ends, normally or by a failure (unwinding pops
-//! `within` saves with the handler it lands on), undoing a `cd` made inside.
+//! `within` saves with the handler it lands on). A scope with `dir` undoes
+//! a `cd` made inside; one without leaves the directory alone (§9.2).
 
 use std::ffi::OsString;
 use std::fs::{File, OpenOptions};
@@ -52,6 +58,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
+use crate::display::to_text;
 use crate::exec::{Escape, Stdin, Stdout, Vm};
 use crate::failure::{Cause, Failure, Reason};
 use crate::io::{self, In, IoFrame, Out, Pending, SharedBuf, Stream, Target};
@@ -64,6 +71,21 @@ use crate::value::{Func, Record, Value};
 pub(crate) struct PipeRun {
     stages: Vec<Stage>,
     next_input: Option<File>,
+    /// Set when the final stage starts: the shell state it may change and
+    /// the IO depth below its input frame.
+    last: Option<LastStage>,
+}
+
+/// What the final stage, which runs on the caller's machine, must not
+/// leave behind: a stage's state changes are private to it (§7.1, §9.7).
+struct LastStage {
+    context: crate::session::Context,
+    /// `handlers_len` of every enclosing `within` (an `alias` made inside
+    /// the stage shifts them when it creates the alias frame).
+    within_lens: Vec<usize>,
+    masked: Vec<usize>,
+    /// `io.len()` before the stage's input frame was pushed.
+    io_depth: usize,
 }
 
 struct Stage {
@@ -74,7 +96,10 @@ struct Stage {
 
 /// What `within` replaced, to put back.
 pub(crate) struct WithinSave {
-    cwd: Option<PathBuf>,
+    /// The working directory before a `dir` option replaced it; `None`
+    /// when the scope has no `dir`, which leaves the directory alone, so a
+    /// `cd` inside it persists (§9.2).
+    cwd: Option<Option<PathBuf>>,
     env_len: usize,
     handlers_len: usize,
 }
@@ -99,6 +124,12 @@ fn frame_parts(v: &Value) -> (Option<&Record>, Option<&Value>) {
         _ => None,
     };
     (named, catch)
+}
+
+/// Whether a handler frame is the alias frame (its catch-all slot holds
+/// the marker `builtins::session` puts there).
+fn is_alias_frame(v: &Value) -> bool {
+    matches!(v, Value::List(items) if matches!(items.get(1), Some(Value::Str(s)) if s.as_str() == crate::builtins::session::ALIAS_FRAME))
 }
 
 /// The base handlers this VM implements.
@@ -209,20 +240,21 @@ impl Vm {
         let Value::List(items) = args else {
             return Err(Failure::error("command arguments are not a list").into());
         };
-        let rendered = render_args(items)?;
         match mode {
             ExecMode::Name => {
                 let name = head.as_str().unwrap_or_default().to_owned();
-                self.dispatch_name(&name, rendered)
+                self.dispatch_name(&name, items)
             }
             ExecMode::External => {
                 let name = head.as_str().unwrap_or_default().to_owned();
+                let rendered = render_os_args(&name, items)?;
                 self.run_external_named(&name, rendered)
                     .map(|()| Value::Unit)
                     .map_err(Escape::from)
             }
             ExecMode::Path => {
                 let path = crate::display::to_text(head);
+                let rendered = render_os_args(&path, items)?;
                 let full = self.expand_path(&path)?;
                 self.run_program(&path, full, rendered)
                     .map(|()| Value::Unit)
@@ -247,6 +279,132 @@ impl Vm {
         handled || BASE_HANDLERS.contains(&name) || self.host_base_handler(name).is_some()
     }
 
+    /// What `explain name` says about where `name` resolves (§14.1,
+    /// §15.4), in the lookup order of §6.3: a session binding, a builtin
+    /// or prelude row, the named handlers (`within` arms and aliases,
+    /// innermost first), a base handler, a catch-all, a program on `PATH`.
+    /// The first that a bare head would reach is what it resolves to; the
+    /// ones it hides are listed under `shadows:`. `None` when nothing
+    /// answers to the name.
+    pub fn describe_name(&self, name: &str) -> Option<String> {
+        let mut found: Vec<String> = Vec::new();
+        let types = self.session_types();
+        if let Some(entry) = types.get(name) {
+            found.push(format!(
+                "{name} : {}
+  a session binding",
+                ral_types::print_scheme(&entry.scheme, None)
+            ));
+        } else if self.mobile.scope.get_named(name).is_some() {
+            found.push(format!(
+                "{name}
+  a session binding (its type is not known here)"
+            ));
+        }
+        let table = ral_types::builtin_table();
+        if let Some(b) = table.get(name) {
+            let kind = match b.kind {
+                ral_types::BuiltinKind::Builtin => "builtin",
+                ral_types::BuiltinKind::Prelude => "prelude function",
+                ral_types::BuiltinKind::Decoder => "decoder",
+                ral_types::BuiltinKind::BaseHandler => "base handler",
+                ral_types::BuiltinKind::Boundary => "checked boundary",
+            };
+            let installed = if self.has_builtin(name) || BASE_HANDLERS.contains(&name) {
+                ""
+            } else {
+                " (not installed in this host)"
+            };
+            let entry = format!(
+                "{name} : {}
+  {}
+  a {kind}{installed}",
+                ral_types::print_scheme(b.scheme(), None),
+                b.doc
+            );
+            // A base handler answers after the named handlers (§6.3).
+            if b.kind != ral_types::BuiltinKind::BaseHandler {
+                found.push(entry);
+            }
+        }
+        let frames = &self.mobile.context.handlers;
+        for frame in frames.iter().rev() {
+            let (named, _) = frame_parts(frame);
+            if let Some(arm) = named.and_then(|r| r.get(name)) {
+                let what = if is_alias_frame(frame) {
+                    "an alias"
+                } else {
+                    "a handler of an enclosing `within`"
+                };
+                found.push(format!(
+                    "{name} : {{[String] -> Command}}
+  {what}: {}",
+                    to_text(arm)
+                ));
+            }
+        }
+        if let Some(b) = table
+            .get(name)
+            .filter(|b| b.kind == ral_types::BuiltinKind::BaseHandler)
+        {
+            found.push(format!(
+                "{name} : {}
+  {}
+  a base handler",
+                ral_types::print_scheme(b.scheme(), None),
+                b.doc
+            ));
+        }
+        if let Some(frame) = frames
+            .iter()
+            .rev()
+            .find(|f| !is_alias_frame(f) && frame_parts(f).1.is_some())
+        {
+            if let (_, Some(h)) = frame_parts(frame) {
+                found.push(format!(
+                    "{name} : {{String -> [String] -> Command}}
+  the catch-all handler of an enclosing `within`: {}",
+                    to_text(h)
+                ));
+            }
+        }
+        let path = self.mobile.context.var("PATH");
+        if let Some(p) = process::search_path(name, path.as_deref(), &self.cwd()) {
+            found.push(format!(
+                "{name} : Command
+  the program {}",
+                p.display()
+            ));
+        } else if let Some(p) = process::search_path_unrunnable(name, path.as_deref(), &self.cwd())
+        {
+            found.push(format!(
+                "{name}
+  a file on PATH that is not executable: {}",
+                p.display()
+            ));
+        }
+        let (first, rest) = found.split_first()?;
+        let mut out = format!(
+            "{first}
+"
+        );
+        if !rest.is_empty() {
+            out.push_str(
+                "  shadows:
+",
+            );
+            for r in rest {
+                let head = r.lines().next().unwrap_or_default();
+                let what = r.lines().last().unwrap_or_default().trim();
+                out.push_str(&format!(
+                    "    {what} ({head})
+"
+                ));
+            }
+        }
+        Some(out)
+    }
+
     /// The table id of `name` when it is a base handler the host
     /// registered (not one this VM implements).
     fn host_base_handler(&self, name: &str) -> Option<u16> {
@@ -258,7 +416,12 @@ impl Vm {
         registered.then(|| table.id(name).map(|id| id.0)).flatten()
     }
 
-    fn dispatch_name(&mut self, name: &str, args: Vec<String>) -> Result<Value, Escape> {
+    /// Dispatches a bare name (§6.3). A handler, an alias or a base
+    /// handler receives the arguments rendered by the total text
+    /// conversion (§6.4, §6.6), as `echo` writes them; only a program gets
+    /// the narrower operating-system rendering, judged here at the call.
+    fn dispatch_name(&mut self, name: &str, items: &[Value]) -> Result<Value, Escape> {
+        let text_list = || Value::list(items.iter().map(|v| Value::str(to_text(v))).collect());
         let frames = self.mobile.context.handlers.clone();
         // Named handlers, innermost first.
         for (i, frame) in frames.iter().enumerate().rev() {
@@ -267,12 +430,12 @@ impl Vm {
             }
             if let (Some(named), _) = frame_parts(frame) {
                 if let Some(h) = named.get(name) {
-                    let list = Value::list(args.into_iter().map(Value::str).collect());
-                    return self.run_handler(i, h.clone(), vec![list]);
+                    return self.run_handler(i, h.clone(), vec![text_list()]);
                 }
             }
         }
         if BASE_HANDLERS.contains(&name) {
+            let args: Vec<String> = items.iter().map(to_text).collect();
             return self
                 .base_handler(name, &args)
                 .map(|()| Value::Unit)
@@ -280,22 +443,21 @@ impl Vm {
         }
         if let Some(id) = self.host_base_handler(name) {
             // A base handler takes its arguments as one list (§11.5).
-            let list = Value::list(args.into_iter().map(Value::str).collect());
             let handler = Value::Func(Arc::new(Func::Builtin {
                 id,
                 applied: Box::new([]),
             }));
-            return self.call_value(handler, vec![list]);
+            return self.call_value(handler, vec![text_list()]);
         }
         for (i, frame) in frames.iter().enumerate().rev() {
             if self.masked.contains(&i) {
                 continue;
             }
             if let (_, Some(h)) = frame_parts(frame) {
-                let list = Value::list(args.into_iter().map(Value::str).collect());
-                return self.run_handler(i, h.clone(), vec![Value::str(name), list]);
+                return self.run_handler(i, h.clone(), vec![Value::str(name), text_list()]);
             }
         }
+        let args = render_os_args(name, items)?;
         self.run_external_named(name, args)
             .map(|()| Value::Unit)
             .map_err(Escape::from)
@@ -326,6 +488,9 @@ impl Vm {
         match process::search_path(name, path.as_deref(), &cwd) {
             Some(program) => self.run_program(name, program, args),
             None => {
+                if let Some(file) = process::search_path_unrunnable(name, path.as_deref(), &cwd) {
+                    return Err(process::not_runnable(name, &file));
+                }
                 let names: Vec<&str> = ral_types::builtin_table()
                     .iter()
                     .map(|b| b.name)
@@ -357,7 +522,18 @@ impl Vm {
             })?;
         }
         let (out_plan, out_target) = self.plan(Stream::Out)?;
-        let (err_plan, err_target) = self.plan(Stream::Err)?;
+        let (err_plan, err_target) =
+            if io::same_target(&out_target, &io::resolve(&self.io, Stream::Err)) {
+                // `2>&1`: standard error is standard output's own descriptor,
+                // or the same pumped pipe, so order of writes is kept (§7.4).
+                let plan = match self.target_fd(&out_target)? {
+                    Some(f) => Plan::Direct(Stdio::from(f)),
+                    None => Plan::WithOut,
+                };
+                (plan, out_target.clone())
+            } else {
+                self.plan(Stream::Err)?
+            };
         let launch = Launch {
             name,
             program,
@@ -418,6 +594,13 @@ impl Vm {
                 };
                 let path = self.expand_path(&crate::display::to_text(src))?;
                 self.check_fs(crate::caps::FsOp::Write, &path)?;
+                // `2>` streams (§7.4): diagnostics are not held back until
+                // the command ends, and what landed stays if it fails. Only
+                // standard output's `>` is atomic.
+                let kind = match (stream, kind) {
+                    (Stream::Err, RedirCode::Write) => RedirCode::Stream,
+                    _ => kind,
+                };
                 let (file, pending) = open_output(&path, kind)?;
                 let top = self.top_io()?;
                 let out = Out::File(Arc::new(file));
@@ -445,6 +628,7 @@ impl Vm {
         self.pipes.push(PipeRun {
             stages: Vec::new(),
             next_input: None,
+            last: None,
         });
     }
 
@@ -519,9 +703,20 @@ impl Vm {
         }
     }
 
-    /// The final stage's input frame.
+    /// The final stage's input frame; the shell state the stage must not
+    /// change is saved.
     pub(crate) fn pipe_last(&mut self) -> Result<(), Failure> {
-        let input = self.pipes.last_mut().and_then(|p| p.next_input.take());
+        let last = LastStage {
+            context: self.mobile.context.clone(),
+            within_lens: self.withins.iter().map(|w| w.handlers_len).collect(),
+            masked: self.masked.clone(),
+            io_depth: self.io.len(),
+        };
+        let Some(run) = self.pipes.last_mut() else {
+            return Err(Failure::error("pipeline stage outside a pipeline"));
+        };
+        let input = run.next_input.take();
+        run.last = Some(last);
         let mut frame = IoFrame::default();
         if let Some(f) = input {
             frame.input = In::File(Arc::new(f));
@@ -530,18 +725,48 @@ impl Vm {
         Ok(())
     }
 
-    /// Waits for every stage (see the module docs).
-    pub(crate) fn pipe_end(&mut self) -> Result<(), Failure> {
-        // The final stage's input frame: dropping it closes the last read
-        // end, so a producer still writing is cut off.
-        if let Some(mut f) = self.io.pop() {
-            f.commit()?;
+    /// Puts back the shell state the final stage found.
+    fn restore_last_stage(&mut self, last: LastStage) {
+        self.mobile.context = last.context;
+        for (w, len) in self.withins.iter_mut().zip(last.within_lens) {
+            w.handlers_len = len;
         }
-        let Some(run) = self.pipes.pop() else {
-            return Err(Failure::error("pipeline end without a pipeline"));
-        };
+        self.masked = last.masked;
+    }
+
+    /// A failure is leaving the final stages of the pipelines above `depth`
+    /// (innermost first): each pipeline is finished as its end would have
+    /// finished it, its input closed, its stage state dropped and every
+    /// stage waited for, and the first failure in launch order is the one
+    /// that goes on (§7.6). The final stage is last in launch order, so an
+    /// earlier stage's failure replaces `failure`; a cut non-final stage is
+    /// forgiven, and the run's own cancellation is never replaced.
+    pub(crate) fn settle_pipes(&mut self, depth: usize, failure: &mut Failure) {
+        while self.pipes.len() > depth {
+            let Some(mut run) = self.pipes.pop() else {
+                break;
+            };
+            drop(run.next_input.take());
+            if let Some(last) = run.last.take() {
+                // Dropping the input frame closes the last read end, so a
+                // producer still writing is cut off rather than waited on.
+                self.io.truncate(last.io_depth);
+                self.restore_last_stage(last);
+            }
+            let earlier = self.join_stages(run.stages);
+            let cancelled = matches!(failure.reason, Reason::Cancelled(_))
+                && self.mobile.context.cancel.load(Ordering::Relaxed);
+            if let (Some(f), false) = (earlier, cancelled) {
+                *failure = f;
+            }
+        }
+    }
+
+    /// Waits for every stage thread; the first unforgiven failure in launch
+    /// order. A stage's buffered standard error is written out as it ends.
+    fn join_stages(&mut self, stages: Vec<Stage>) -> Option<Failure> {
         let mut first: Option<Failure> = None;
-        for stage in run.stages {
+        for stage in stages {
             let mut spins = 0u32;
             while !stage.thread.is_finished() {
                 if self.mobile.context.cancel.load(Ordering::Relaxed) {
@@ -560,7 +785,9 @@ impl Vm {
             if let Some(buf) = stage.err {
                 let bytes = buf.take();
                 if !bytes.is_empty() {
-                    self.write_stream(Stream::Err, &bytes)?;
+                    // Nowhere left to report a failed write of a finished
+                    // stage's diagnostics but the stage's own outcome.
+                    let _ = self.write_stream(Stream::Err, &bytes);
                 }
             }
             if let Err(f) = result {
@@ -569,6 +796,33 @@ impl Vm {
                 }
             }
         }
+        first
+    }
+
+    /// Drops the pipelines above `depth` without waiting (a control escape
+    /// passes them by), putting back what their final stages saved.
+    pub(crate) fn abandon_pipes(&mut self, depth: usize) {
+        while self.pipes.len() > depth {
+            if let Some(last) = self.pipes.pop().and_then(|mut r| r.last.take()) {
+                self.restore_last_stage(last);
+            }
+        }
+    }
+
+    /// Waits for every stage (see the module docs).
+    pub(crate) fn pipe_end(&mut self) -> Result<(), Failure> {
+        // The final stage's input frame: dropping it closes the last read
+        // end, so a producer still writing is cut off.
+        if let Some(mut f) = self.io.pop() {
+            f.commit()?;
+        }
+        let Some(mut run) = self.pipes.pop() else {
+            return Err(Failure::error("pipeline end without a pipeline"));
+        };
+        if let Some(last) = run.last.take() {
+            self.restore_last_stage(last);
+        }
+        let first = self.join_stages(run.stages);
         self.poll_cancel()?;
         match first {
             Some(f) => Err(f),
@@ -637,7 +891,7 @@ impl Vm {
         let catch_all = r.get("handler").cloned();
         let ctx = &mut self.mobile.context;
         self.withins.push(WithinSave {
-            cwd: ctx.cwd.clone(),
+            cwd: dir.as_ref().map(|_| ctx.cwd.clone()),
             env_len: ctx.env.len(),
             handlers_len: ctx.handlers.len(),
         });
@@ -664,7 +918,9 @@ impl Vm {
 
     pub(crate) fn restore_within(&mut self, save: WithinSave) {
         let ctx = &mut self.mobile.context;
-        ctx.cwd = save.cwd;
+        if let Some(cwd) = save.cwd {
+            ctx.cwd = cwd;
+        }
         ctx.env.truncate(save.env_len);
         ctx.handlers.truncate(save.handlers_len);
     }
@@ -708,7 +964,8 @@ impl Vm {
             .map_err(|f| Failure::new(f.status, format!("use: {}", f.message), f.reason))?;
         let text = std::fs::read_to_string(&file)
             .map_err(|e| Failure::error(format!("use: cannot read {}: {e}", file.display())))?;
-        let (module, text) = compile_module_text(&file, &text)?;
+        let env = self.session_types();
+        let (module, text) = compile_module_text(&file, &text, &env)?;
         self.use_chain.push(real);
         let r = self.run_module_scoped(&module, &text);
         self.use_chain.pop();
@@ -775,7 +1032,14 @@ impl Vm {
         let outer = self.mobile.scope.take_reservations();
         let journal = self.mobile.scope.swap_journal(None);
         let saved = self.mobile.scope.clone();
-        let result = match self.load(module) {
+        let def_types = self.def_types_len();
+        let name = self
+            .use_chain
+            .last()
+            .map(|p| p.display().to_string())
+            .unwrap_or_default();
+        let source = Arc::new(crate::failure::SourceText::new(&name, text));
+        let result = match self.load_source(module, source) {
             Ok(main) => {
                 let r = self
                     .run_proto_with(main, Vec::new(), None)
@@ -800,26 +1064,30 @@ impl Vm {
         self.mobile.scope.restore_names(&saved);
         self.mobile.scope.put_reservations(outer);
         self.mobile.scope.swap_journal(journal);
+        self.truncate_def_types(def_types);
         match result {
             Ok(_) => Ok(Value::record(Record::from_entries(exports))),
             Err(mut f) => {
-                // Report the module's own place; the caller's trace starts
-                // at the `use`. A nested `use`'s failure is already described.
+                // A failure the module raised keeps its status and reads
+                // `use: message` (§10.4): no file prefix, nothing rendered.
+                // Its site is the module's own place; the caller's
+                // diagnostic is placed at the `use`. A nested `use`'s
+                // failure is already prefixed.
                 let span = f.span.take();
                 f.trace.clear();
                 if !f.message.starts_with("use:") {
-                    let file = self
-                        .use_chain
-                        .last()
-                        .map(|p| display_name(p))
-                        .unwrap_or_default();
-                    f.message = match span {
-                        Some(span) => {
+                    f.message = format!("use: {}", f.message);
+                    if f.detail.is_none() {
+                        if let Some(span) = span {
+                            let file = self
+                                .use_chain
+                                .last()
+                                .map(|p| display_name(p))
+                                .unwrap_or_default();
                             let (line, col) = line_col(text, span.start as usize);
-                            format!("use: {file}:{line}:{col}: {}", f.message)
+                            f.detail = Some(Arc::from(format!("raised at {file}:{line}:{col}")));
                         }
-                        None => format!("use: {file}: {}", f.message),
-                    };
+                    }
                 }
                 Err(f)
             }
@@ -866,31 +1134,50 @@ impl Vm {
     }
 }
 
-/// Parses, checks and lowers a module's text; errors are rendered against
-/// the module's own text (status 2 for syntax, 1 for types, §16.3). Also
-/// returns the text as the spans index it (line endings normalised).
-fn compile_module_text(file: &Path, text: &str) -> Result<(ral_ir::Module, String), Failure> {
+/// Parses, checks (against the session's environment `env`, so the
+/// module sees the bindings that landed before the `use`, §17.8) and lowers
+/// a module's text. A module that does not compile fails with status 2
+/// (syntax) or 1 (types), §16.3: its message is the plain first error, and
+/// its diagnostics, rendered against its own text, are the failure's
+/// detail (§10.4). Also returns the text as the spans index it (line
+/// endings normalised).
+fn compile_module_text(
+    file: &Path,
+    text: &str,
+    env: &ral_types::TypeEnv,
+) -> Result<(ral_ir::Module, String), Failure> {
     use ral_syntax::render::{render_all, Color};
     let mut sources = ral_syntax::SourceMap::new();
     let id = sources.add(file.display().to_string(), text);
+    let refused = |status: i32,
+                   diags: &[ral_syntax::Diagnostic],
+                   sources: &ral_syntax::SourceMap| {
+        let errors: Vec<&ral_syntax::Diagnostic> = diags.iter().filter(|d| d.is_error()).collect();
+        let first = errors
+            .first()
+            .map_or("it does not compile", |d| d.message.as_str());
+        let more = match errors.len() {
+            0 | 1 => String::new(),
+            n => format!(" (and {} more)", n - 1),
+        };
+        let mut f = Failure::raised(
+            status,
+            format!("use: {}: {first}{more}", display_name(file)),
+        );
+        f.detail = Some(Arc::from(render_all(diags, sources, Color::Never)));
+        f
+    };
     let parsed = ral_syntax::parse(sources.text(id), id);
     if parsed.has_errors() {
-        let shown = render_all(&parsed.diagnostics, &sources, Color::Never);
-        return Err(Failure::raised(
-            2,
-            format!("use: {}\n{shown}", file.display()),
-        ));
+        return Err(refused(2, &parsed.diagnostics, &sources));
     }
     let opts = ral_types::CheckOptions { is_script: true };
-    let checked = ral_types::check_program(&parsed.program, id, &ral_types::TypeEnv::new(), &opts);
+    let checked = ral_types::check_program(&parsed.program, id, env, &opts);
     if checked.has_errors() {
-        let shown = render_all(&checked.diagnostics, &sources, Color::Never);
-        return Err(Failure::raised(
-            1,
-            format!("use: {}\n{shown}", file.display()),
-        ));
+        return Err(refused(1, &checked.diagnostics, &sources));
     }
-    let module = ral_ir::lower(&parsed.program, &checked, id);
+    let module =
+        ral_ir::lower_with_session(&parsed.program, &checked, id, &|n| env.get(n).is_some());
     Ok((module, sources.text(id).to_owned()))
 }
 
@@ -938,20 +1225,38 @@ fn forgiven(f: &Failure) -> bool {
     )
 }
 
-/// Argument rendering for commands (§6.6): scalars and tags become text;
-/// bytes, collections and functions are refused.
-fn render_args(items: &[Value]) -> Result<Vec<String>, Failure> {
+/// The operating-system arguments of a program (§6.6): strings, numbers,
+/// Booleans, `()` (as `()`) and tagged values whose payloads are such
+/// values are formatted; bytes, collections, functions and handles are
+/// refused, naming the program and the argument. This is the only
+/// rendering that can refuse: what a spread contributes is judged here.
+fn render_os_args(cmd: &str, items: &[Value]) -> Result<Vec<String>, Failure> {
+    fn os_text(v: &Value) -> bool {
+        match v {
+            Value::Unit | Value::Bool(_) | Value::Int(_) | Value::Float(_) | Value::Str(_) => true,
+            Value::Variant(var) => var.payload.as_ref().is_none_or(os_text),
+            Value::Bytes(_)
+            | Value::List(_)
+            | Value::Record(_)
+            | Value::Func(_)
+            | Value::Handle(_) => false,
+        }
+    }
     items
         .iter()
-        .map(|v| match v {
-            Value::Unit | Value::Bool(_) | Value::Int(_) | Value::Float(_) | Value::Str(_) => {
-                Ok(crate::display::to_text(v))
+        .enumerate()
+        .map(|(i, v)| {
+            if os_text(v) {
+                Ok(to_text(v))
+            } else {
+                let mut f = Failure::error(format!(
+                    "argument {} is {}, which is not operating-system text",
+                    i + 1,
+                    v.kind_name()
+                ));
+                f.cmd = Some(cmd.into());
+                Err(f)
             }
-            Value::Variant(var) if var.payload.is_none() => Ok(crate::display::to_text(v)),
-            other => Err(Failure::error(format!(
-                "a {} cannot be a command argument",
-                other.kind_name()
-            ))),
         })
         .collect()
 }

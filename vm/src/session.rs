@@ -167,6 +167,11 @@ impl Scope {
         slot
     }
 
+    /// The reservations not yet filled, oldest first.
+    pub fn reservations(&self) -> &[(String, SlotId)] {
+        &self.pending
+    }
+
     /// Drops reservations that were never filled (a run that failed before
     /// reaching them); their slots stay empty.
     pub fn clear_reservations(&mut self) {

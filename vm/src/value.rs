@@ -139,6 +139,11 @@ impl Value {
             (Value::Bool(a), Value::Bool(b)) => a == b,
             (Value::Int(a), Value::Int(b)) => a == b,
             (Value::Float(a), Value::Float(b)) => a == b,
+            // Only decoded data can put an Int and a Float at one type
+            // (§7.3); numbers compare numerically (§4.8).
+            (Value::Int(a), Value::Float(b)) | (Value::Float(b), Value::Int(a)) => {
+                int_float_cmp(*a, *b) == Ordering::Equal
+            }
             (Value::Str(a), Value::Str(b)) => Arc::ptr_eq(a, b) || a == b,
             (Value::Bytes(a), Value::Bytes(b)) => Arc::ptr_eq(a, b) || a == b,
             (Value::List(a), Value::List(b)) => {
@@ -174,20 +179,42 @@ impl Value {
         }
     }
 
-    /// Ordering (§4.8): defined for two Ints, two Floats or two Strings;
-    /// `None` for anything else. Ints compare exactly; strings
-    /// lexicographically by code point (byte order of UTF-8).
+    /// Ordering (§4.8): defined for two numbers or two Strings; `None` for
+    /// anything else. Numbers compare exactly, an Int and a Float by value
+    /// (only decoded data mixes them, §7.3); strings lexicographically by
+    /// code point (byte order of UTF-8).
     pub fn compare(&self, other: &Value) -> Option<Ordering> {
         if let (Value::Int(a), Value::Int(b)) = (self, other) {
             Some(a.cmp(b))
         } else if let (Value::Float(a), Value::Float(b)) = (self, other) {
             a.partial_cmp(b)
+        } else if let (Value::Int(a), Value::Float(b)) = (self, other) {
+            Some(int_float_cmp(*a, *b))
+        } else if let (Value::Float(a), Value::Int(b)) = (self, other) {
+            Some(int_float_cmp(*b, *a).reverse())
         } else if let (Value::Str(a), Value::Str(b)) = (self, other) {
             Some(a.as_str().cmp(b.as_str()))
         } else {
             None
         }
     }
+}
+
+/// `a` against `b` exactly, with no rounding of `a` to a float.
+fn int_float_cmp(a: i64, b: f64) -> Ordering {
+    // 2^63 as a float; every float at or past it is above every Int.
+    const LIMIT: f64 = 9_223_372_036_854_775_808.0;
+    if b >= LIMIT {
+        return Ordering::Less;
+    }
+    if b < -LIMIT {
+        return Ordering::Greater;
+    }
+    let whole = b.trunc();
+    // In range, so the conversion is exact.
+    let w = whole as i64;
+    a.cmp(&w)
+        .then_with(|| 0.0f64.partial_cmp(&(b - whole)).unwrap_or(Ordering::Equal))
 }
 
 impl PartialEq for Value {
@@ -332,6 +359,12 @@ impl Record {
         self.keys.slot(key).and_then(|i| self.vals.get(i))
     }
 
+    /// The stored key equal to `key`, and its value.
+    pub fn get_entry(&self, key: &str) -> Option<(&str, &Value)> {
+        let i = self.keys.slot(key)?;
+        Some((self.keys.as_slice().get(i)?.as_str(), self.vals.get(i)?))
+    }
+
     /// Whether `key` is present.
     pub fn has(&self, key: &str) -> bool {
         self.keys.slot(key).is_some()
@@ -473,9 +506,36 @@ mod tests {
     }
 
     #[test]
-    fn int_and_float_are_never_equal() {
-        assert_ne!(Value::Int(3), Value::Float(3.0));
+    fn numbers_compare_numerically() {
+        // The checker keeps Int and Float apart; only decoded data puts
+        // both at one type, and there numbers compare numerically (§4.8,
+        // §7.3).
+        assert_eq!(Value::Int(3), Value::Float(3.0));
+        assert_ne!(Value::Int(3), Value::Float(3.5));
         assert_eq!(Value::Float(0.0), Value::Float(-0.0));
+        // No rounding: 2^53 + 1 is not the float 2^53.
+        let big = (1i64 << 53) + 1;
+        assert_ne!(Value::Int(big), Value::Float((1u64 << 53) as f64));
+        assert_eq!(
+            Value::Int(big).compare(&Value::Float((1u64 << 53) as f64)),
+            Some(Ordering::Greater)
+        );
+        assert_eq!(
+            Value::Int(i64::MAX).compare(&Value::Float(9.3e18)),
+            Some(Ordering::Less)
+        );
+        assert_eq!(
+            Value::Int(i64::MIN).compare(&Value::Float(-9.3e18)),
+            Some(Ordering::Greater)
+        );
+        assert_eq!(
+            Value::Float(-0.5).compare(&Value::Int(0)),
+            Some(Ordering::Less)
+        );
+        assert_eq!(
+            Value::Int(-1).compare(&Value::Float(-0.5)),
+            Some(Ordering::Less)
+        );
     }
 
     #[test]
@@ -527,7 +587,10 @@ mod tests {
             Value::str("Z").compare(&Value::str("a")),
             Some(Ordering::Less)
         );
-        assert_eq!(Value::Int(1).compare(&Value::Float(1.0)), None);
+        assert_eq!(
+            Value::Int(1).compare(&Value::Float(1.5)),
+            Some(Ordering::Less)
+        );
         assert_eq!(Value::Bool(true).compare(&Value::Bool(false)), None);
     }
 

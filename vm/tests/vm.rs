@@ -81,6 +81,7 @@ fn module(funcs: Vec<Func>, main: u32, defs: &[&str]) -> Module {
                 id: DefId(i as u32),
                 name: (*n).into(),
                 span: Span::default(),
+                entry: None,
             })
             .collect(),
     }

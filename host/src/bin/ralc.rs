@@ -328,7 +328,7 @@ fn run(mode: Mode, files: &[String], out: &mut dyn Write, err: &mut dyn Write) -
             let opts = CheckOptions {
                 is_script: file != "-",
             };
-            ral_types::check_program(&parsed.program, id, &TypeEnv::new(), &opts)
+            ral_types::check_program(&parsed.program, id, &batch_surface(), &opts)
         });
         if let Some(checked) = &checked {
             if !checked.diagnostics.is_empty() {
@@ -425,6 +425,14 @@ fn main() -> ExitCode {
         }
     };
     ExitCode::from(status)
+}
+
+/// The environment a batch `ral` checks a program against: the builtins a
+/// fresh batch shell installs, and no others (§11.5, §16.2).
+fn batch_surface() -> TypeEnv {
+    static ABSENT: std::sync::OnceLock<Vec<&'static str>> = std::sync::OnceLock::new();
+    let absent = ABSENT.get_or_init(|| ral_host::Shell::default().absent_builtins());
+    TypeEnv::new().with_absent_builtins(absent.clone())
 }
 
 #[cfg(test)]

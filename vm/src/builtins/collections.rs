@@ -76,9 +76,12 @@ fn sort_kind(items: &[Value]) -> Result<(), Failure> {
     let Some(first) = items.first() else {
         return Ok(());
     };
+    // Numbers compare numerically, an Int with a Float too (only decoded
+    // data holds both at one type, §7.3).
     let ok = match first {
-        Value::Int(_) => items.iter().all(|v| matches!(v, Value::Int(_))),
-        Value::Float(_) => items.iter().all(|v| matches!(v, Value::Float(_))),
+        Value::Int(_) | Value::Float(_) => items
+            .iter()
+            .all(|v| matches!(v, Value::Int(_) | Value::Float(_))),
         Value::Str(_) => items.iter().all(|v| matches!(v, Value::Str(_))),
         Value::Unit
         | Value::Bool(_)
@@ -92,9 +95,7 @@ fn sort_kind(items: &[Value]) -> Result<(), Failure> {
     if ok {
         Ok(())
     } else {
-        Err(Failure::error(
-            "can only sort numbers of one kind or strings",
-        ))
+        Err(Failure::error("can only sort numbers or strings"))
     }
 }
 
@@ -326,7 +327,15 @@ mod tests {
             Ok(list(vec![Value::Float(-1.0), Value::Float(2.5)]))
         );
         assert_eq!(call("sort-list", &[list(vec![])]), Ok(list(vec![])));
-        assert!(call("sort-list", &[list(vec![Value::Int(1), Value::Float(1.0)])]).is_err());
+        // Decoded data can mix the two kinds of number; they sort by value.
+        assert_eq!(
+            call(
+                "sort-list",
+                &[list(vec![Value::Float(1.5), Value::Int(1), Value::Int(2)])]
+            ),
+            Ok(list(vec![Value::Int(1), Value::Float(1.5), Value::Int(2)]))
+        );
+        assert!(call("sort-list", &[list(vec![Value::Int(1), Value::str("a")])]).is_err());
         assert!(call("sort-list", &[list(vec![Value::Bool(true)])]).is_err());
 
         let mut ctx = FakeCtx::new();
@@ -399,7 +408,9 @@ mod tests {
         let t = Ok(Value::Bool(true));
         let f = Ok(Value::Bool(false));
         assert_eq!(call("equal", &[ints(&[1, 2]), ints(&[1, 2])]), t);
-        assert_eq!(call("equal", &[Value::Int(3), Value::Float(3.0)]), f);
+        // Only decoded data mixes the two; numbers compare numerically.
+        assert_eq!(call("equal", &[Value::Int(3), Value::Float(3.0)]), t);
+        assert_eq!(call("equal", &[Value::Int(3), Value::Float(3.5)]), f);
         assert_eq!(
             call("lt", &[Value::Int(i64::MAX - 1), Value::Int(i64::MAX)]),
             t

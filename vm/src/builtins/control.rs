@@ -94,8 +94,7 @@ mod tests {
 /// `exit n` (and `quit n`) as a value applied at run time: the same escape
 /// the compiled `exit` op raises (§8.8), which no `try` or `?` catches.
 pub fn exit(ctx: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
-    let n = super::int_arg(args, 0)?;
-    let status = i32::try_from(n).unwrap_or(if n < 0 { i32::MIN } else { i32::MAX });
+    let status = crate::exec::exit_status(super::int_arg(args, 0)?)?;
     match ctx.vm() {
         Some(vm) => Err(vm.request_exit(status)),
         None => Err(Failure::error("exit needs a running machine")),

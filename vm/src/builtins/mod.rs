@@ -205,6 +205,7 @@ static REGISTRY: &[BuiltinDef] = &[
     def("from-line", 0, decode::from_line),
     def("from-lines", 0, decode::from_lines),
     def("from-json", 0, decode::from_json),
+    def("_admit", 3, decode::admit),
     def("from-jsonl", 0, decode::from_jsonl),
     def("from-json-at", 1, decode::from_json_at),
     def("from-csv", 0, decode::from_csv),

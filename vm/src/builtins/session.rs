@@ -20,7 +20,7 @@ fn no_vm() -> Failure {
 }
 
 /// The marker the alias frame carries in its catch-all slot.
-const ALIAS_FRAME: &str = "<aliases>";
+pub(crate) const ALIAS_FRAME: &str = "<aliases>";
 
 /// `cd dir`: changes the logical working directory (§10.2); persists
 /// outside blocks and functions, undone only by an enclosing `within`.
@@ -51,10 +51,29 @@ pub fn alias(ctx: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
         return Err(Failure::error(format!("alias: invalid name {name:?}")));
     }
     let arm = arg(args, 1)?.clone();
-    if !matches!(arm, Value::Func(_)) {
-        return Err(Failure::error("alias: the arm must be a block"));
-    }
     let vm = ctx.vm().ok_or_else(no_vm)?;
+    // The checker holds a written arm to `standsFor` (§17.7); this is the
+    // same rule's arity half for an arm it could not see, checked before
+    // anything is installed.
+    match vm.arity_of(&arm) {
+        Some(1) => {}
+        Some(0) => {
+            return Err(Failure::error(format!(
+                "alias: the arm for `{name}` is a bare block; an arm takes the argument list: `{{ |args| … }}`"
+            )))
+        }
+        Some(n) => {
+            return Err(Failure::error(format!(
+                "alias: the arm for `{name}` takes {n} arguments; an arm takes one, the argument list"
+            )))
+        }
+        None => {
+            return Err(Failure::error(format!(
+                "alias: the arm for `{name}` is {}, not a block",
+                arm.kind_name()
+            )))
+        }
+    }
     let handlers = &mut vm.mobile.context.handlers;
     if alias_frame(handlers).is_none() {
         handlers.insert(
@@ -167,26 +186,47 @@ pub fn help(ctx: &mut dyn Ctx, _: &[Value]) -> Result<Value, Failure> {
     Ok(Value::Unit)
 }
 
-/// `explain name`: one name's documentation, type and resolution.
+/// `explain name`: where `name` resolves and its type (§14.1, §15.4; see
+/// [`crate::Vm::describe_name`]). When nothing answers to the name, the
+/// documented names matching it (a case-insensitive regular expression,
+/// or substring when it is not one) are listed; a name found nowhere is
+/// only a message: `explain` informs and never fails.
 pub fn explain(ctx: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
-    let name = str_arg(args, 0)?;
-    let Some(b) = ral_types::builtin_table().get(name) else {
-        return Err(Failure::error(format!("explain: no builtin named {name}")));
+    let name = str_arg(args, 0)?.to_owned();
+    let vm = ctx.vm().ok_or_else(no_vm)?;
+    let text = match vm.describe_name(&name) {
+        Some(t) => t,
+        None => search_documented(&name),
     };
-    let kind = match b.kind {
-        ral_types::BuiltinKind::Builtin => "builtin",
-        ral_types::BuiltinKind::Prelude => "prelude function",
-        ral_types::BuiltinKind::Decoder => "decoder",
-        ral_types::BuiltinKind::BaseHandler => "base handler",
-        ral_types::BuiltinKind::Boundary => "checked boundary",
-    };
-    let text = format!(
-        "{name} : {}\n  {}\n  ({kind})\n",
-        ral_types::print_scheme(b.scheme(), None),
-        b.doc
-    );
     ctx.write(text.as_bytes())?;
     Ok(Value::Unit)
+}
+
+/// The documented public names matching `query`, one per line, or a
+/// message saying there are none.
+fn search_documented(query: &str) -> String {
+    let pattern = regex::RegexBuilder::new(query)
+        .case_insensitive(true)
+        .build()
+        .ok();
+    let lower = query.to_lowercase();
+    let matches: Vec<String> = ral_types::builtin_table()
+        .iter()
+        .filter(|b| !b.name.starts_with('_'))
+        .filter(|b| match &pattern {
+            Some(re) => re.is_match(b.name) || re.is_match(b.doc),
+            None => b.name.to_lowercase().contains(&lower) || b.doc.to_lowercase().contains(&lower),
+        })
+        .map(|b| format!("  {:<18} {}\n", b.name, b.doc))
+        .collect();
+    if matches.is_empty() {
+        format!("explain: nothing is named `{query}`, and no documented name matches it\n")
+    } else {
+        format!(
+            "explain: nothing is named `{query}`; documented names that match:\n{}",
+            matches.concat()
+        )
+    }
 }
 
 /// `clear`: clears the terminal (ANSI erase and home).

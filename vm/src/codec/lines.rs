@@ -56,17 +56,47 @@ pub fn strip_one_newline_bytes(bytes: &[u8]) -> &[u8] {
     }
 }
 
-/// `from-lines`: the lines of `bytes`, each decoded as UTF-8 with invalid
-/// sequences replaced by U+FFFD. Total: it never fails.
+/// `from-lines`: the lines of `bytes`, each decoded as UTF-8 with every
+/// byte that is not part of a valid sequence replaced by one U+FFFD (§7.3).
+/// Total: it never fails.
 pub fn decode_lines(bytes: &[u8]) -> Value {
     Value::list(
         split_lines_bytes(bytes)
-            .map(|line| match String::from_utf8_lossy(line) {
+            .map(|line| match replace_per_byte(line) {
                 Cow::Borrowed(s) => Value::str(s),
                 Cow::Owned(s) => Value::str(s),
             })
             .collect(),
     )
+}
+
+/// `bytes` as UTF-8, one U+FFFD for each byte of an invalid or truncated
+/// sequence (unlike `String::from_utf8_lossy`, which replaces a maximal
+/// invalid prefix by one character).
+pub fn replace_per_byte(bytes: &[u8]) -> Cow<'_, str> {
+    let mut rest = match std::str::from_utf8(bytes) {
+        Ok(s) => return Cow::Borrowed(s),
+        Err(_) => bytes,
+    };
+    let mut out = String::with_capacity(bytes.len() + 8);
+    loop {
+        match std::str::from_utf8(rest) {
+            Ok(s) => {
+                out.push_str(s);
+                return Cow::Owned(out);
+            }
+            Err(e) => {
+                let (good, bad) = rest.split_at(e.valid_up_to());
+                // `good` was just validated; the fallback is never taken.
+                out.push_str(std::str::from_utf8(good).unwrap_or_default());
+                let n = e.error_len().unwrap_or(bad.len()).max(1);
+                for _ in 0..n.min(bad.len()) {
+                    out.push('\u{fffd}');
+                }
+                rest = bad.get(n..).unwrap_or_default();
+            }
+        }
+    }
 }
 
 /// `from-line`: strict UTF-8, then one final `LF` or `CRLF` removed.
@@ -153,6 +183,16 @@ mod tests {
     #[test]
     fn from_lines_replaces_invalid_utf8_per_line() {
         assert_eq!(decode_lines(b"ok\n\xffx\r\n"), strs(&["ok", "\u{fffd}x"]));
+    }
+
+    #[test]
+    fn one_replacement_per_bad_byte() {
+        // A truncated three-byte sequence is two bad bytes, not one.
+        assert_eq!(replace_per_byte(b"a\xe2\x82b"), "a\u{fffd}\u{fffd}b");
+        assert_eq!(replace_per_byte(b"\xff\xfe"), "\u{fffd}\u{fffd}");
+        assert_eq!(replace_per_byte(b"end\xe2\x82"), "end\u{fffd}\u{fffd}");
+        assert_eq!(replace_per_byte("é€".as_bytes()), "é€");
+        assert_eq!(replace_per_byte(b"\xc3\xa9\xc3"), "é\u{fffd}");
     }
 
     #[test]

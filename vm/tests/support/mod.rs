@@ -74,7 +74,11 @@ pub fn run_program(src: &str) -> Outcome {
         Some(scratch.path().to_str().unwrap().into()),
     ));
     vm.stderr = Stdout::Buffer(Vec::new());
-    let result = vm.run_module(&module);
+    let source = std::sync::Arc::new(ral_vm::SourceText::new("case.ral", src));
+    let result = match vm.load_source(&module, source) {
+        Ok(main) => vm.run_main(main).map_err(RunError::Escape),
+        Err(e) => Err(RunError::Compile(e)),
+    };
     let stdout = String::from_utf8_lossy(&sink.0.lock().unwrap()).into_owned();
     let (status, detail) = match result {
         Ok(_) => (0, None),
