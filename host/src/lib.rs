@@ -63,3 +63,18 @@ pub use ral_vm::caps::Layer;
 /// strings exactly.
 pub use ral_vm::display::{render as render_value, RenderOptions, StringStyle};
 pub use ral_vm::{Cause, Failure, Handle, Mobile, Reason, Stdout, Value};
+
+/// Declares the main thread's stack to the front end
+/// ([`ral_syntax::declare_stack`]): the process's stack limit, or 8 MiB
+/// when it is unlimited or unknown. The `ral` and `ralc` binaries call it
+/// first thing in `main`, so no turn asks the system where the stack ends.
+pub fn declare_main_thread_stack() {
+    const DEFAULT: u64 = 8 * 1024 * 1024;
+    #[cfg(unix)]
+    let size = rustix::process::getrlimit(rustix::process::Resource::Stack)
+        .current
+        .unwrap_or(DEFAULT);
+    #[cfg(not(unix))]
+    let size = DEFAULT;
+    ral_syntax::declare_stack(usize::try_from(size.min(1 << 30)).unwrap_or(usize::MAX));
+}

@@ -602,7 +602,11 @@ mod terminal {
         );
         entry(&mut p, "return $kept", "=> 7");
 
-        // Ctrl-D on an empty line ends the session cleanly.
+        // Ctrl-D on an empty line ends the session cleanly. (Sent once the
+        // editor shows its prompt again: a ^D that arrives while the
+        // terminal is still in cooked mode is the line discipline's, and
+        // the editor never sees it.)
+        p.exp_string(&prompt()).unwrap();
         p.send_control('d').unwrap();
         p.exp_eof().unwrap();
         // rexpect does not re-export nix's `WaitStatus`; its form is

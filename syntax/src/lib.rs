@@ -61,7 +61,44 @@ pub fn parse(src: &str, source: SourceId) -> Parsed {
 /// faulting in a fresh segment on every call was a large share of a
 /// trivial turn.
 pub fn with_stack<R>(f: impl FnOnce() -> R) -> R {
+    if declared_room().is_some_and(|room| room >= RED_ZONE) {
+        return f();
+    }
     stacker::maybe_grow(RED_ZONE, PHASE_STACK, f)
+}
+
+thread_local! {
+    /// The stack this thread declared ([`declare_stack`]): an address near
+    /// its top and how many bytes lie below it.
+    static DECLARED: std::cell::Cell<Option<(usize, usize)>> =
+        const { std::cell::Cell::new(None) };
+}
+
+/// Tells the front end that the calling thread's stack has `size` bytes
+/// below the caller's frame (a program's `main` passes its stack limit),
+/// so [`with_stack`] measures what is left from there instead of asking
+/// the system. (Asking costs a read and a parse of `/proc/self/maps` on the
+/// main thread: a fifth of an empty `ral` run's start-up.)
+pub fn declare_stack(size: usize) {
+    let top = stack_position();
+    DECLARED.with(|d| d.set(Some((top, size))));
+}
+
+/// The stack left to the current frame on a thread that declared its
+/// stack, with a margin for what lies above the declaring frame.
+fn declared_room() -> Option<usize> {
+    const MARGIN: usize = 256 * 1024;
+    let (top, size) = DECLARED.with(std::cell::Cell::get)?;
+    let used = top.saturating_sub(stack_position());
+    Some(size.saturating_sub(used).saturating_sub(MARGIN))
+}
+
+/// An address in the current stack frame (stacks grow down on every
+/// platform ral runs on).
+#[inline(never)]
+fn stack_position() -> usize {
+    let marker = 0u8;
+    std::hint::black_box(&marker) as *const u8 as usize
 }
 
 /// The stack the front end needs at most (see [`with_stack`]): debug

@@ -402,6 +402,7 @@ fn install_bug_hook() {
 }
 
 fn main() -> ExitCode {
+    ral_host::declare_main_thread_stack();
     install_bug_hook();
     let args: Vec<OsString> = std::env::args_os().skip(1).collect();
     let status = match parse_args(&args) {

@@ -103,6 +103,7 @@ fn is_setuid() -> bool {
 }
 
 fn main() -> ExitCode {
+    ral_host::declare_main_thread_stack();
     install_bug_hook();
     // Before the arguments are even read, whatever mode they would name
     // (§16.6).
