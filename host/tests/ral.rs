@@ -392,6 +392,40 @@ fn ctrl_c_cancels_a_batch_run_with_status_130() {
 
 #[cfg(unix)]
 #[test]
+fn a_third_interrupt_ends_a_batch_run_at_once() {
+    // The program ignores TERM and INT, so the run's teardown waits out its
+    // grace period; three interrupts in a row do not wait for it.
+    // (Its standard error goes elsewhere, so ral's is closed when ral
+    // exits; the program itself is left to end on its own.)
+    let mut child = ral_command(&[
+        "-c",
+        "echo started\nsh -c 'trap \"\" TERM INT; sleep 5' 2> /dev/null",
+    ])
+    .stdin(Stdio::null())
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let mut first = [0u8; 8];
+    std::io::Read::read_exact(&mut stdout, &mut first).unwrap();
+    std::thread::sleep(Duration::from_millis(100));
+    for _ in 0..3 {
+        let sent = Command::new("kill")
+            .args(["-INT", &child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(sent.success());
+    }
+    let status = wait_for(&mut child, Duration::from_secs(10));
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+    assert_eq!(status.code(), Some(130), "{err}");
+    assert!(err.contains("exiting without waiting"), "{err}");
+}
+
+#[cfg(unix)]
+#[test]
 fn sigterm_and_sigquit_cancel_a_batch_run_with_their_statuses() {
     for (signal, want, word) in [("-TERM", 143, "terminated"), ("-QUIT", 131, "aborted")] {
         let mut child = ral_command(&["-c", "echo started\nsleep 30\necho never"])

@@ -144,11 +144,10 @@ fn execute(name: &str, text: &str, args: Vec<String>, color: Color) -> u8 {
         TurnReport::Ran { .. } => {}
     }
     let status = clamp_status(report.status());
-    // The process is about to exit: waking and joining the watcher thread
-    // (a socket write and a futex wait, most of `ral -c ''`'s run time) buys
-    // nothing. The shell itself is still dropped, so its workers' process
-    // groups are torn down.
+    // The shell is dropped, so its workers' process groups are torn down;
+    // the handlers stay until the process exits (an interrupt during the
+    // teardown still cancels it).
     drop(shell);
-    std::mem::forget(interrupts);
+    drop(interrupts);
     status
 }
