@@ -1064,6 +1064,9 @@ pub fn runtime_diagnostic(f: &Failure, sources: &SourceMap, id: SourceId) -> Opt
         };
         diag = diag.with_note(note);
     }
+    if let Some(hint) = &f.hint {
+        diag = diag.with_help(hint.clone());
+    }
     Some(diag)
 }
 
@@ -1077,5 +1080,8 @@ pub fn render_failure(f: &Failure, shell: &Shell, color: Color) -> String {
             return render(&d, sources, color);
         }
     }
-    format!("error[{}]: {f}\n", Code::RuntimeFailure)
+    match &f.hint {
+        Some(hint) => format!("error[{}]: {f}\nhelp: {hint}\n", Code::RuntimeFailure),
+        None => format!("error[{}]: {f}\n", Code::RuntimeFailure),
+    }
 }

@@ -41,6 +41,9 @@ pub struct FailureInfo {
     /// The active ral call sites when it escaped, innermost first: the
     /// callee's name where known and the call's span.
     pub trace: Vec<(Option<String>, Span)>,
+    /// Advice for a person reading the diagnostic (not part of `try`'s
+    /// record): what the OS sandbox allowed a program that failed in it.
+    pub hint: Option<String>,
 }
 
 /// Why a failure happened (§8.6).
@@ -134,6 +137,7 @@ impl Failure {
                 cmd: None,
                 span: None,
                 trace: Vec::new(),
+                hint: None,
             }),
         }
     }

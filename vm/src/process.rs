@@ -26,8 +26,14 @@
 //!   command, the status and reason `exited n`; death by signal `s` is
 //!   status `128 + s`, reason `signaled s`.
 //!
-//! The only `unsafe` in the VM is here: three libc calls (`poll`,
-//! `pidfd_open` through `syscall`, `kill`), each on values this module owns.
+//! - **Confinement.** A launch may carry a prepared OS sandbox
+//!   ([`crate::sandbox`]); its hook gives the child a session of its own,
+//!   so a confined child is always signalled as a group, and a confined
+//!   program's failure carries the sandbox's hint.
+//!
+//! The VM's `unsafe` is here (three libc calls: `poll`, `pidfd_open`
+//! through `syscall`, `kill`, each on values this module owns) and in the
+//! sandbox's pre-exec hook (`sandbox/linux.rs`).
 
 #![allow(unsafe_code)]
 
@@ -71,6 +77,9 @@ pub struct Launch<'a> {
     pub stdout: Plan,
     pub stderr: Plan,
     pub own_group: bool,
+    /// The OS sandbox to start it in ([`crate::sandbox`]); it gives the
+    /// child a session, and so a process group, of its own.
+    pub sandbox: Option<crate::sandbox::Sandbox>,
 }
 
 /// Finds `name` in the `PATH` value `path`: the first directory holding an
@@ -188,8 +197,9 @@ pub fn run(
         Plan::Direct(s) => s,
         Plan::Pump => Stdio::piped(),
     });
-    let launch_own_group = launch.own_group;
-    if launch_own_group {
+    let confined = launch.sandbox.map(|sb| sb.install(&mut cmd));
+    let own_group = launch.own_group || confined.is_some();
+    if own_group && confined.is_none() {
         cmd.process_group(0);
     }
     // The cwd is checked first so a vanished directory is not reported as
@@ -202,19 +212,17 @@ pub fn run(
     }
     let mut child = match cmd.spawn() {
         Ok(c) => c,
-        Err(e) => return Err(spawn_error(name, &launch.program, &e)),
+        Err(e) => {
+            let f = spawn_error(name, &launch.program, &e);
+            return Err(match &confined {
+                Some(c) => c.annotate(f),
+                None => f,
+            });
+        }
     };
     let out = if pump_out { child.stdout.take() } else { None };
     let err = if pump_err { child.stderr.take() } else { None };
-    let result = wait(
-        &mut child,
-        out,
-        err,
-        cancel,
-        cause,
-        launch.own_group,
-        deliver,
-    );
+    let result = wait(&mut child, out, err, cancel, cause, own_group, deliver);
     let status = match result {
         Ok(status) => status,
         Err(f) => return Err(with_cmd(f, name)),
@@ -222,7 +230,7 @@ pub fn run(
     // A program sharing ral's terminal receives the terminal's keys itself:
     // its death by Ctrl-C or Ctrl-\ is the user cancelling the run (§8.10,
     // lent-terminal keys), not a failure of the program.
-    if !launch_own_group {
+    if !own_group {
         match status.signal() {
             Some(libc::SIGINT) => {
                 return Err(with_cmd(Failure::cancelled(Cause::Interrupted), name))
@@ -231,7 +239,10 @@ pub fn run(
             _ => {}
         }
     }
-    status_result(name, status)
+    match (status_result(name, status), &confined) {
+        (Err(f), Some(c)) => Err(c.annotate(f)),
+        (r, _) => r,
+    }
 }
 
 fn with_cmd(mut f: Failure, name: &str) -> Failure {

@@ -1,0 +1,591 @@
+//! The Linux backend: Landlock for the file hierarchy, executables, TCP
+//! and signal/abstract-socket scoping; seccomp for the deny-set and for
+//! `net: false`; `setsid`, `close_range` and `RLIMIT_CORE` for the rest.
+//!
+//! Everything that allocates or reads the filesystem happens in the parent
+//! ([`prepare`]): the plan's rules are opened (never through a symbolic
+//! link, `openat2` with `RESOLVE_NO_SYMLINKS`) and added to a Landlock
+//! ruleset, and the seccomp programs are compiled once per process. The
+//! child between `fork` and `exec` only makes system calls ([`install`]).
+//!
+//! The seccomp programs, stacked (the kernel applies the strictest verdict
+//! of all of them):
+//! - **kill** (`SIGSYS`): `ptrace`, `bpf`, module loading, `kexec_*`,
+//!   `reboot`, `swapon`/`swapoff`, the keyrings, `userfaultfd`,
+//!   `open_by_handle_at`, the mount family;
+//! - **EPERM**: `unshare` and `clone` asking for a new user namespace,
+//!   `setns`, `ioctl(TIOCSTI)`;
+//! - **ENOSYS**: `clone3` (its flags live in memory seccomp cannot read;
+//!   the C library falls back to `clone`, which the EPERM program sees),
+//!   and under `net: false` `io_uring_setup` (io_uring can open sockets
+//!   without a system call seccomp sees);
+//! - **EACCES** under `net: false`: `socket` in every family, so no TCP,
+//!   UDP, raw or Unix socket can be made (`socketpair` stays: a pair
+//!   reaches nothing outside);
+//! - on x86-64, any system call numbered in the x32 range gets ENOSYS, so
+//!   the x32 entry points cannot slip past the numbers above.
+//!
+//! Every program validates the architecture first and kills a process that
+//! enters through another one (32-bit `int 0x80`).
+
+#![allow(unsafe_code)]
+
+use std::os::fd::OwnedFd;
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::Command;
+use std::sync::OnceLock;
+
+use landlock::{
+    Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, PathBeneath, Ruleset,
+    RulesetAttr, RulesetCreated, RulesetCreatedAttr, Scope, ABI,
+};
+use seccompiler::{
+    sock_filter, BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition,
+    SeccompFilter, SeccompRule, TargetArch,
+};
+
+use super::plan::{Plan, Rights, EXEC, READ, WRITE};
+
+/// What the running kernel offers, probed once.
+#[derive(Clone, Copy, Debug)]
+pub struct Kernel {
+    /// The Landlock ABI (`Unsupported` without Landlock).
+    pub landlock: ABI,
+    /// Seccomp filters with the kill-process action.
+    pub seccomp: bool,
+    /// `close_range` with `CLOSE_RANGE_CLOEXEC` (Linux 5.11).
+    pub close_range: bool,
+}
+
+impl Kernel {
+    /// The running kernel's features.
+    pub fn probe() -> Kernel {
+        Kernel {
+            landlock: landlock_abi(),
+            seccomp: seccomp_available(),
+            close_range: close_range_available(),
+        }
+    }
+
+    /// The Landlock ABI as a number (0 without Landlock).
+    pub fn landlock_abi(&self) -> i32 {
+        self.landlock as i32
+    }
+}
+
+/// The running kernel, probed on first use.
+pub fn kernel() -> &'static Kernel {
+    static KERNEL: OnceLock<Kernel> = OnceLock::new();
+    KERNEL.get_or_init(Kernel::probe)
+}
+
+/// The highest Landlock ABI the kernel supports and this build knows.
+fn landlock_abi() -> ABI {
+    const DESCENDING: [ABI; 10] = [
+        ABI::V10,
+        ABI::V9,
+        ABI::V8,
+        ABI::V7,
+        ABI::V6,
+        ABI::V5,
+        ABI::V4,
+        ABI::V3,
+        ABI::V2,
+        ABI::V1,
+    ];
+    for abi in DESCENDING {
+        let created = Ruleset::default()
+            .set_compatibility(CompatLevel::HardRequirement)
+            .handle_access(AccessFs::from_all(abi))
+            .and_then(Ruleset::create);
+        if created.is_ok() {
+            return abi;
+        }
+    }
+    ABI::Unsupported
+}
+
+fn seccomp_available() -> bool {
+    let action: u32 = libc::SECCOMP_RET_KILL_PROCESS;
+    // SAFETY: SECCOMP_GET_ACTION_AVAIL reads one u32 through the pointer,
+    // which points at a live local for the duration of the call.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_seccomp,
+            libc::SECCOMP_GET_ACTION_AVAIL,
+            0,
+            &action as *const u32,
+        )
+    };
+    rc == 0
+}
+
+fn close_range_available() -> bool {
+    // An empty range at the top of the descriptor space: nothing to close,
+    // so the call only says whether the kernel knows the flag.
+    // SAFETY: close_range takes integers and touches no memory.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_close_range,
+            libc::c_uint::MAX,
+            libc::c_uint::MAX,
+            libc::CLOSE_RANGE_CLOEXEC,
+        )
+    };
+    rc == 0
+}
+
+/// The architecture seccomp programs are built for, where ral builds them.
+fn target_arch() -> Option<TargetArch> {
+    if cfg!(target_arch = "x86_64") {
+        Some(TargetArch::x86_64)
+    } else if cfg!(target_arch = "aarch64") {
+        Some(TargetArch::aarch64)
+    } else {
+        None
+    }
+}
+
+/// The compiled seccomp programs.
+struct Programs {
+    kill: BpfProgram,
+    eperm: BpfProgram,
+    enosys: BpfProgram,
+    /// `io_uring_setup` → ENOSYS, for `net: false`.
+    no_uring: BpfProgram,
+    /// `socket` → EACCES, for `net: false`.
+    no_socket: BpfProgram,
+    /// x86-64 only: the x32 range → ENOSYS.
+    x32: Option<BpfProgram>,
+}
+
+fn programs() -> Result<&'static Programs, String> {
+    static PROGRAMS: OnceLock<Result<Programs, String>> = OnceLock::new();
+    PROGRAMS
+        .get_or_init(build_programs)
+        .as_ref()
+        .map_err(Clone::clone)
+}
+
+fn filter(
+    arch: TargetArch,
+    rules: Vec<(i64, Vec<SeccompRule>)>,
+    action: SeccompAction,
+) -> Result<BpfProgram, String> {
+    let f = SeccompFilter::new(
+        rules.into_iter().collect(),
+        SeccompAction::Allow,
+        action,
+        arch,
+    )
+    .map_err(|e| e.to_string())?;
+    BpfProgram::try_from(f).map_err(|e| e.to_string())
+}
+
+fn flag_rule(arg: u8, flag: u64) -> Result<SeccompRule, String> {
+    let cond = SeccompCondition::new(
+        arg,
+        SeccompCmpArgLen::Qword,
+        SeccompCmpOp::MaskedEq(flag),
+        flag,
+    )
+    .map_err(|e| e.to_string())?;
+    SeccompRule::new(vec![cond]).map_err(|e| e.to_string())
+}
+
+fn build_programs() -> Result<Programs, String> {
+    let arch = target_arch().ok_or("no seccomp programs for this architecture")?;
+    let any = Vec::new;
+    let mut kill: Vec<(i64, Vec<SeccompRule>)> = vec![
+        (libc::SYS_ptrace, any()),
+        (libc::SYS_bpf, any()),
+        (libc::SYS_init_module, any()),
+        (libc::SYS_finit_module, any()),
+        (libc::SYS_delete_module, any()),
+        (libc::SYS_kexec_load, any()),
+        (libc::SYS_kexec_file_load, any()),
+        (libc::SYS_reboot, any()),
+        (libc::SYS_swapon, any()),
+        (libc::SYS_swapoff, any()),
+        (libc::SYS_add_key, any()),
+        (libc::SYS_request_key, any()),
+        (libc::SYS_keyctl, any()),
+        (libc::SYS_userfaultfd, any()),
+        (libc::SYS_open_by_handle_at, any()),
+        (libc::SYS_mount, any()),
+        (libc::SYS_umount2, any()),
+        (libc::SYS_pivot_root, any()),
+        (libc::SYS_fsopen, any()),
+        (libc::SYS_fsconfig, any()),
+        (libc::SYS_fsmount, any()),
+        (libc::SYS_fspick, any()),
+        (libc::SYS_move_mount, any()),
+        (libc::SYS_open_tree, any()),
+        (libc::SYS_mount_setattr, any()),
+    ];
+    kill.sort_by_key(|(n, _)| *n);
+    let newuser = u64::try_from(libc::CLONE_NEWUSER).map_err(|e| e.to_string())?;
+    let tiocsti = SeccompCondition::new(
+        1,
+        SeccompCmpArgLen::Dword,
+        SeccompCmpOp::Eq,
+        u64::from(libc::TIOCSTI as u32),
+    )
+    .map_err(|e| e.to_string())?;
+    let eperm = vec![
+        (libc::SYS_unshare, vec![flag_rule(0, newuser)?]),
+        (libc::SYS_clone, vec![flag_rule(0, newuser)?]),
+        (libc::SYS_setns, any()),
+        (
+            libc::SYS_ioctl,
+            vec![SeccompRule::new(vec![tiocsti]).map_err(|e| e.to_string())?],
+        ),
+    ];
+    let errno = |e: i32| SeccompAction::Errno(u32::try_from(e).unwrap_or(1));
+    let x32 = if cfg!(target_arch = "x86_64") {
+        Some(x32_guard())
+    } else {
+        None
+    };
+    Ok(Programs {
+        kill: filter(arch, kill, SeccompAction::KillProcess)?,
+        eperm: filter(arch, eperm, errno(libc::EPERM))?,
+        enosys: filter(arch, vec![(libc::SYS_clone3, any())], errno(libc::ENOSYS))?,
+        no_uring: filter(
+            arch,
+            vec![(libc::SYS_io_uring_setup, any())],
+            errno(libc::ENOSYS),
+        )?,
+        no_socket: filter(arch, vec![(libc::SYS_socket, any())], errno(libc::EACCES))?,
+        x32,
+    })
+}
+
+/// A four-instruction program: a system call number at or above the x32
+/// bit (0x4000_0000) returns ENOSYS, everything else is allowed. seccompiler
+/// matches exact numbers only, so this one range test is written out; the
+/// architecture check is the other programs' (they kill on a mismatch).
+fn x32_guard() -> BpfProgram {
+    const X32_BIT: u32 = 0x4000_0000;
+    let code = |c: u32| u16::try_from(c).unwrap_or(0);
+    let enosys = u32::try_from(libc::ENOSYS).unwrap_or(38);
+    vec![
+        // A = seccomp_data.nr (offset 0).
+        sock_filter {
+            code: code(libc::BPF_LD | libc::BPF_W | libc::BPF_ABS),
+            jt: 0,
+            jf: 0,
+            k: 0,
+        },
+        // if A >= X32_BIT goto refuse else goto allow.
+        sock_filter {
+            code: code(libc::BPF_JMP | libc::BPF_JGE | libc::BPF_K),
+            jt: 0,
+            jf: 1,
+            k: X32_BIT,
+        },
+        sock_filter {
+            code: code(libc::BPF_RET | libc::BPF_K),
+            jt: 0,
+            jf: 0,
+            k: libc::SECCOMP_RET_ERRNO | enosys,
+        },
+        sock_filter {
+            code: code(libc::BPF_RET | libc::BPF_K),
+            jt: 0,
+            jf: 0,
+            k: libc::SECCOMP_RET_ALLOW,
+        },
+    ]
+}
+
+/// The guarantees the kernel must provide for `plan`; the first one it
+/// lacks, as the refusal's words.
+pub fn missing(plan: &Plan<'_>, k: &Kernel) -> Option<String> {
+    let arch = target_arch().is_some();
+    if !k.seccomp {
+        return Some("seccomp filters (the deny-set every confined program runs under)".to_owned());
+    }
+    if plan.net_off && !arch {
+        return Some(format!(
+            "a seccomp socket filter for this architecture ({}), which `net: false` needs",
+            std::env::consts::ARCH
+        ));
+    }
+    if !k.close_range {
+        return Some(
+            "close_range with CLOSE_RANGE_CLOEXEC (Linux 5.11), which keeps ral's descriptors \
+             from reaching the program"
+                .to_owned(),
+        );
+    }
+    if plan.fs && (k.landlock as i32) < (ABI::V3 as i32) {
+        return Some(format!(
+            "Landlock ABI 3 (Linux 6.2), which restricting file reads and writes needs; this \
+             kernel has {}",
+            abi_words(k.landlock)
+        ));
+    }
+    if plan.exec && k.landlock == ABI::Unsupported {
+        return Some(
+            "Landlock (Linux 5.13), which restricting the programs that may run needs".to_owned(),
+        );
+    }
+    None
+}
+
+fn abi_words(abi: ABI) -> String {
+    match abi {
+        ABI::Unsupported => "no Landlock".to_owned(),
+        other => format!("Landlock ABI {}", other as i32),
+    }
+}
+
+/// What one confined launch installs in its child.
+pub struct Prepared {
+    ruleset: Option<RulesetCreated>,
+    programs: Vec<&'static BpfProgram>,
+}
+
+/// The access rights a [`Rights`] set stands for under `abi`.
+fn access(rights: Rights, abi: ABI, is_dir: bool) -> BitFlags<AccessFs> {
+    let mut a = BitFlags::<AccessFs>::EMPTY;
+    if rights & READ != 0 {
+        a |= AccessFs::ReadFile | AccessFs::ReadDir;
+    }
+    if rights & WRITE != 0 {
+        // Device ioctls are not a write of the grant's sense; they stay
+        // unhandled.
+        a |= AccessFs::from_write(abi) & !AccessFs::IoctlDev;
+    }
+    if rights & EXEC != 0 {
+        a |= AccessFs::Execute;
+    }
+    if is_dir {
+        a
+    } else {
+        a & AccessFs::from_file(abi)
+    }
+}
+
+/// Builds the child's confinement for `plan` (see the module docs).
+pub fn prepare(plan: &Plan<'_>, k: &Kernel) -> Result<Prepared, String> {
+    let abi = k.landlock;
+    let mut handled = BitFlags::<AccessFs>::EMPTY;
+    if plan.fs {
+        handled |= access(READ | WRITE, abi, true);
+    }
+    if plan.exec {
+        handled |= AccessFs::Execute;
+    }
+    let net = if plan.net_off {
+        AccessNet::from_all(abi)
+    } else {
+        BitFlags::EMPTY
+    };
+    let mut scope = Scope::from_all(abi);
+    if !plan.net_off {
+        // Abstract Unix sockets are network in the sense of `net`.
+        scope &= !Scope::AbstractUnixSocket;
+    }
+    let ruleset = if handled.is_empty() && net.is_empty() && scope.is_empty() {
+        None
+    } else {
+        let mut rs = Ruleset::default().set_compatibility(CompatLevel::HardRequirement);
+        if !handled.is_empty() {
+            rs = rs.handle_access(handled).map_err(|e| e.to_string())?;
+        }
+        if !net.is_empty() {
+            rs = rs.handle_access(net).map_err(|e| e.to_string())?;
+        }
+        if !scope.is_empty() {
+            rs = rs.scope(scope).map_err(|e| e.to_string())?;
+        }
+        let mut created = rs.create().map_err(|e| e.to_string())?;
+        if !handled.is_empty() {
+            for rule in plan.rules().map_err(|e| e.to_string())? {
+                let rights = access(rule.rights, abi, rule.is_dir) & handled;
+                if rights.is_empty() {
+                    continue;
+                }
+                let Some(fd) = open_no_links(&rule.path)? else {
+                    continue;
+                };
+                created = created
+                    .add_rule(PathBeneath::new(fd, rights))
+                    .map_err(|e| format!("{}: {e}", rule.path.display()))?;
+            }
+        }
+        Some(created)
+    };
+    let p = programs()?;
+    let mut programs = vec![&p.kill, &p.eperm, &p.enosys];
+    if let Some(x) = &p.x32 {
+        programs.push(x);
+    }
+    if plan.net_off {
+        programs.push(&p.no_socket);
+        programs.push(&p.no_uring);
+    }
+    Ok(Prepared { ruleset, programs })
+}
+
+/// Opens `path` for a rule without following any symbolic link on the
+/// way; `None` when it no longer exists.
+fn open_no_links(path: &Path) -> Result<Option<OwnedFd>, String> {
+    use rustix::fs::{openat2, Mode, OFlags, ResolveFlags, CWD};
+    match openat2(
+        CWD,
+        path,
+        OFlags::PATH | OFlags::CLOEXEC,
+        Mode::empty(),
+        ResolveFlags::NO_SYMLINKS,
+    ) {
+        Ok(fd) => Ok(Some(fd)),
+        Err(rustix::io::Errno::NOENT) => Ok(None),
+        Err(rustix::io::Errno::LOOP) => Err(format!(
+            "{} passes through a symbolic link now, so it is not the path the grant named",
+            path.display()
+        )),
+        Err(e) => Err(format!("{}: {e}", path.display())),
+    }
+}
+
+/// Installs `prepared` on `cmd`: the child, between `fork` and `exec`,
+/// leaves ral's session and terminal, drops core dumps, marks every
+/// descriptor above 2 close-on-exec, and enters the Landlock domain and the
+/// seccomp programs. The caller must not also ask for a process group
+/// (`setsid` makes the child the leader of its own).
+pub fn install(prepared: Prepared, cmd: &mut Command) {
+    let Prepared { ruleset, programs } = prepared;
+    let mut ruleset = ruleset;
+    let hook = move || -> std::io::Result<()> {
+        // SAFETY (the whole hook): it runs in the child after fork, where
+        // only async-signal-safe operations are allowed. Everything it
+        // touches was built by the parent before the fork; it allocates
+        // nothing and takes no lock, and each call below is a plain system
+        // call on integers or on memory the closure owns.
+        //
+        // A new session: no controlling terminal, and a process group of
+        // its own so a cancel reaches everything it starts.
+        // SAFETY: setsid takes no arguments.
+        if unsafe { libc::setsid() } < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        let none = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: setrlimit reads the struct, which lives on this stack.
+        if unsafe { libc::setrlimit(libc::RLIMIT_CORE, &none) } != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        // SAFETY: close_range takes integers; CLOEXEC closes nothing now,
+        // so the standard library's exec-error pipe keeps working.
+        let rc = unsafe {
+            libc::syscall(
+                libc::SYS_close_range,
+                3 as libc::c_uint,
+                libc::c_uint::MAX,
+                libc::CLOSE_RANGE_CLOEXEC,
+            )
+        };
+        if rc != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        // SAFETY: prctl with integer arguments.
+        if unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) } != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        if let Some(rs) = ruleset.take() {
+            // The success path of restrict_self is two system calls
+            // (PR_SET_NO_NEW_PRIVS again, landlock_restrict_self).
+            rs.restrict_self()
+                .map_err(|_| std::io::Error::from_raw_os_error(libc::EPERM))?;
+        }
+        for p in &programs {
+            seccompiler::apply_filter(p)
+                .map_err(|_| std::io::Error::from_raw_os_error(libc::EPERM))?;
+        }
+        Ok(())
+    };
+    // SAFETY: see the hook's comment: it is async-signal-safe.
+    unsafe {
+        cmd.pre_exec(hook);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+    use crate::caps::{decode, DecodeEnv};
+    use crate::sandbox::plan::Envelope;
+    use crate::value::{Record, Value};
+    use std::sync::Arc;
+
+    fn layer(field: &str, v: Value) -> Arc<crate::caps::Layer> {
+        let var = |k: &str| std::env::var(k).ok();
+        let cwd = Path::new("/");
+        let r = Value::record(Record::from_entries(vec![(field.to_owned(), v)]));
+        Arc::new(decode(&r, &DecodeEnv { cwd, var: &var }).unwrap())
+    }
+
+    #[test]
+    fn a_kernel_without_what_a_grant_needs_is_named_in_the_refusal() {
+        let fs = vec![layer(
+            "fs",
+            Value::record(Record::from_entries(vec![(
+                "read".to_owned(),
+                Value::list(vec![Value::str("/")]),
+            )])),
+        )];
+        let env = Envelope::default();
+        let plan = Plan::new(&fs, &env, Vec::new());
+        let full = Kernel {
+            landlock: ABI::V7,
+            seccomp: true,
+            close_range: true,
+        };
+        assert_eq!(missing(&plan, &full), None);
+        let old = Kernel {
+            landlock: ABI::V2,
+            ..full
+        };
+        let why = missing(&plan, &old).unwrap();
+        assert!(
+            why.contains("Landlock ABI 3") && why.contains("ABI 2"),
+            "{why}"
+        );
+        let none = Kernel {
+            landlock: ABI::Unsupported,
+            ..full
+        };
+        let exec = vec![layer(
+            "exec",
+            Value::record(Record::from_entries(vec![(
+                "true".to_owned(),
+                Value::str("allow"),
+            )])),
+        )];
+        let plan = Plan::new(&exec, &env, Vec::new());
+        assert!(missing(&plan, &none)
+            .unwrap()
+            .contains("Landlock (Linux 5.13)"));
+        let net = vec![layer("net", Value::Bool(false))];
+        let plan = Plan::new(&net, &env, Vec::new());
+        assert_eq!(missing(&plan, &none), None);
+        let no_seccomp = Kernel {
+            seccomp: false,
+            ..full
+        };
+        assert!(missing(&plan, &no_seccomp).unwrap().contains("seccomp"));
+        let no_close = Kernel {
+            close_range: false,
+            ..full
+        };
+        assert!(missing(&plan, &no_close).unwrap().contains("close_range"));
+    }
+}
