@@ -21,6 +21,8 @@
 //!   its bindings; the only rollback is the panic checkpoint), the IO frame
 //!   and the turn wall.
 //! - [`leases`]: the binding lease ledger an embedder may arm.
+//! - [`profile`]: session capability profiles (`--capabilities`, §12.12),
+//!   loaded into the ceiling a [`Shell`] keeps below every turn.
 //! - [`workers`]: the per-shell worker registry and the worker builtins
 //!   (`spawn`, `await`, …, `surface`) every shell installs, and the agent
 //!   forms (`service`, `service-handle`, `detach`) a host installs with
@@ -31,6 +33,7 @@
 
 mod fault;
 pub mod leases;
+pub mod profile;
 pub mod shell;
 pub mod turn;
 pub mod workers;

@@ -84,6 +84,9 @@ pub struct Shell {
     local: LocalState,
     /// The last turn's source, for rendering its runtime failures.
     last_source: Option<(SourceMap, SourceId)>,
+    /// The session's capability ceiling (`--capabilities` profiles,
+    /// §12.12): permanent layers installed below every turn's own.
+    ceiling: Capabilities,
 }
 
 /// Host-local state: never part of a snapshot, so a panic rollback does not
@@ -257,6 +260,7 @@ impl Default for Shell {
                 ambient_err: None,
             },
             last_source: None,
+            ceiling: Capabilities::root(),
         }
     }
 }
@@ -327,6 +331,7 @@ impl Shell {
             let frame = IoFrame::install(
                 &mut self.vm,
                 &self.local.workers,
+                &self.ceiling,
                 &req.caps,
                 req.io,
                 req.surface.clone(),
@@ -497,6 +502,19 @@ impl Shell {
     /// The session's type environment.
     pub fn type_env(&self) -> &TypeEnv {
         &self.types
+    }
+
+    /// Sets the session's capability ceiling (§12.12): its layers sit
+    /// below every turn's own [`TurnRequest::caps`] and every `grant`, for
+    /// the rest of the session, so nothing later can widen it. A host sets
+    /// it once, from its session profiles, before the first turn.
+    pub fn set_capability_ceiling(&mut self, ceiling: Capabilities) {
+        self.ceiling = ceiling;
+    }
+
+    /// The session's capability ceiling.
+    pub fn capability_ceiling(&self) -> &Capabilities {
+        &self.ceiling
     }
 
     /// The scope and dynamic context.
@@ -760,11 +778,13 @@ impl<'v> IoFrame<'v> {
     fn install(
         vm: &'v mut Vm,
         workers: &'v WorkerRegistry,
+        ceiling: &Capabilities,
         caps: &Capabilities,
         io: TurnIo,
         surface: Option<SurfaceSink>,
     ) -> IoFrame<'v> {
         let grants = (vm.grants.len(), vm.base_grants);
+        vm.grants.extend(ceiling.layers().iter().cloned());
         vm.grants.extend(caps.layers().iter().cloned());
         vm.base_grants = vm.grants.len();
         let saved = match io {

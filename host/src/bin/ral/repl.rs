@@ -56,8 +56,9 @@ const HISTORY_SIZE: usize = 10_000;
 const DEFAULT_WIDTH: usize = 80;
 
 /// Runs the interactive session until Ctrl-D or `exit`; returns the status.
-pub fn run(color: Color) -> u8 {
+pub fn run(color: Color, ceiling: ral_host::Capabilities) -> u8 {
     let mut shell = Shell::default();
+    shell.set_capability_ceiling(ceiling);
     // External programs run in the terminal's foreground process group, so
     // an interactive child (an editor, a pager) can read the terminal and
     // Ctrl-C reaches it directly (spec/deviations.md S5).
