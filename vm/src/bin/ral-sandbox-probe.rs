@@ -11,6 +11,7 @@
 //! ral-sandbox-probe userns               unshare a user namespace
 //! ral-sandbox-probe ptrace               PTRACE_TRACEME (the deny-set kills)
 //! ral-sandbox-probe sid                  print "SID PID" (getsid, getpid)
+//! ral-sandbox-probe thread               start and join a thread (clone3 → clone)
 //! ral-sandbox-probe fd N                 whether descriptor N is open
 //! ```
 //!
@@ -61,6 +62,10 @@ fn main() {
                 Err(std::io::Error::last_os_error().to_string())
             }
         }
+        "thread" => std::thread::spawn(|| 7)
+            .join()
+            .map(|n| format!("ok {n}"))
+            .map_err(|_| "the thread panicked".to_owned()),
         "sid" => {
             // SAFETY: getsid and getpid take integers.
             let (sid, pid) = unsafe { (libc::getsid(0), libc::getpid()) };

@@ -8,8 +8,8 @@
 //! ruleset, and the seccomp programs are compiled once per process. The
 //! child between `fork` and `exec` only makes system calls ([`install`]).
 //!
-//! The seccomp programs, stacked (the kernel applies the strictest verdict
-//! of all of them):
+//! One seccomp program ([`super::bpf`], built once per process; one with
+//! and one without the network rows):
 //! - **kill** (`SIGSYS`): `ptrace`, `bpf`, module loading, `kexec_*`,
 //!   `reboot`, `swapon`/`swapoff`, the keyrings, `userfaultfd`,
 //!   `open_by_handle_at`, the mount family;
@@ -25,7 +25,7 @@
 //! - on x86-64, any system call numbered in the x32 range gets ENOSYS, so
 //!   the x32 entry points cannot slip past the numbers above.
 //!
-//! Every program validates the architecture first and kills a process that
+//! The program validates the architecture first and kills a process that
 //! enters through another one (32-bit `int 0x80`).
 
 #![allow(unsafe_code)]
@@ -36,16 +36,12 @@ use std::path::Path;
 use std::process::Command;
 use std::sync::OnceLock;
 
+use super::bpf::{self, Action, ArgTest, Entry, Insn};
+use super::plan::{Plan, Rights, EXEC, READ, WRITE};
 use landlock::{
     Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, PathBeneath, Ruleset,
     RulesetAttr, RulesetCreated, RulesetCreatedAttr, Scope, ABI,
 };
-use seccompiler::{
-    sock_filter, BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition,
-    SeccompFilter, SeccompRule, TargetArch,
-};
-
-use super::plan::{Plan, Rights, EXEC, READ, WRITE};
 
 /// What the running kernel offers, probed once.
 #[derive(Clone, Copy, Debug)]
@@ -136,28 +132,10 @@ fn close_range_available() -> bool {
     rc == 0
 }
 
-/// The architecture seccomp programs are built for, where ral builds them.
-fn target_arch() -> Option<TargetArch> {
-    if cfg!(target_arch = "x86_64") {
-        Some(TargetArch::x86_64)
-    } else if cfg!(target_arch = "aarch64") {
-        Some(TargetArch::aarch64)
-    } else {
-        None
-    }
-}
-
-/// The compiled seccomp programs.
+/// The compiled seccomp programs: without and with the `net: false` rows.
 struct Programs {
-    kill: BpfProgram,
-    eperm: BpfProgram,
-    enosys: BpfProgram,
-    /// `io_uring_setup` → ENOSYS, for `net: false`.
-    no_uring: BpfProgram,
-    /// `socket` → EACCES, for `net: false`.
-    no_socket: BpfProgram,
-    /// x86-64 only: the x32 range → ENOSYS.
-    x32: Option<BpfProgram>,
+    base: Vec<Insn>,
+    offline: Vec<Insn>,
 }
 
 fn programs() -> Result<&'static Programs, String> {
@@ -168,142 +146,89 @@ fn programs() -> Result<&'static Programs, String> {
         .map_err(Clone::clone)
 }
 
-fn filter(
-    arch: TargetArch,
-    rules: Vec<(i64, Vec<SeccompRule>)>,
-    action: SeccompAction,
-) -> Result<BpfProgram, String> {
-    let f = SeccompFilter::new(
-        rules.into_iter().collect(),
-        SeccompAction::Allow,
-        action,
-        arch,
-    )
-    .map_err(|e| e.to_string())?;
-    BpfProgram::try_from(f).map_err(|e| e.to_string())
-}
-
-fn flag_rule(arg: u8, flag: u64) -> Result<SeccompRule, String> {
-    let cond = SeccompCondition::new(
-        arg,
-        SeccompCmpArgLen::Qword,
-        SeccompCmpOp::MaskedEq(flag),
-        flag,
-    )
-    .map_err(|e| e.to_string())?;
-    SeccompRule::new(vec![cond]).map_err(|e| e.to_string())
-}
-
 fn build_programs() -> Result<Programs, String> {
-    let arch = target_arch().ok_or("no seccomp programs for this architecture")?;
-    let any = Vec::new;
-    let mut kill: Vec<(i64, Vec<SeccompRule>)> = vec![
-        (libc::SYS_ptrace, any()),
-        (libc::SYS_bpf, any()),
-        (libc::SYS_init_module, any()),
-        (libc::SYS_finit_module, any()),
-        (libc::SYS_delete_module, any()),
-        (libc::SYS_kexec_load, any()),
-        (libc::SYS_kexec_file_load, any()),
-        (libc::SYS_reboot, any()),
-        (libc::SYS_swapon, any()),
-        (libc::SYS_swapoff, any()),
-        (libc::SYS_add_key, any()),
-        (libc::SYS_request_key, any()),
-        (libc::SYS_keyctl, any()),
-        (libc::SYS_userfaultfd, any()),
-        (libc::SYS_open_by_handle_at, any()),
-        (libc::SYS_mount, any()),
-        (libc::SYS_umount2, any()),
-        (libc::SYS_pivot_root, any()),
-        (libc::SYS_fsopen, any()),
-        (libc::SYS_fsconfig, any()),
-        (libc::SYS_fsmount, any()),
-        (libc::SYS_fspick, any()),
-        (libc::SYS_move_mount, any()),
-        (libc::SYS_open_tree, any()),
-        (libc::SYS_mount_setattr, any()),
-    ];
-    kill.sort_by_key(|(n, _)| *n);
-    let newuser = u64::try_from(libc::CLONE_NEWUSER).map_err(|e| e.to_string())?;
-    let tiocsti = SeccompCondition::new(
-        1,
-        SeccompCmpArgLen::Dword,
-        SeccompCmpOp::Eq,
-        u64::from(libc::TIOCSTI as u32),
-    )
-    .map_err(|e| e.to_string())?;
-    let eperm = vec![
-        (libc::SYS_unshare, vec![flag_rule(0, newuser)?]),
-        (libc::SYS_clone, vec![flag_rule(0, newuser)?]),
-        (libc::SYS_setns, any()),
-        (
-            libc::SYS_ioctl,
-            vec![SeccompRule::new(vec![tiocsti]).map_err(|e| e.to_string())?],
-        ),
-    ];
-    let errno = |e: i32| SeccompAction::Errno(u32::try_from(e).unwrap_or(1));
-    let x32 = if cfg!(target_arch = "x86_64") {
-        Some(x32_guard())
-    } else {
-        None
+    let arch = bpf::audit_arch().ok_or("no seccomp program for this architecture")?;
+    let x32 = cfg!(target_arch = "x86_64");
+    let kill = |nr| Entry {
+        nr,
+        test: None,
+        action: Action::Kill,
     };
+    let errno = |nr, e| Entry {
+        nr,
+        test: None,
+        action: Action::Errno(e),
+    };
+    let newuser = u32::try_from(libc::CLONE_NEWUSER).map_err(|e| e.to_string())?;
+    let with_newuser = |nr| Entry {
+        nr,
+        test: Some(ArgTest {
+            index: 0,
+            mask: newuser,
+            value: newuser,
+        }),
+        action: Action::Errno(libc::EPERM),
+    };
+    #[allow(clippy::unnecessary_cast)]
+    let tiocsti = libc::TIOCSTI as u32;
+    let mut base = vec![
+        kill(libc::SYS_ptrace),
+        kill(libc::SYS_bpf),
+        kill(libc::SYS_init_module),
+        kill(libc::SYS_finit_module),
+        kill(libc::SYS_delete_module),
+        kill(libc::SYS_kexec_load),
+        kill(libc::SYS_kexec_file_load),
+        kill(libc::SYS_reboot),
+        kill(libc::SYS_swapon),
+        kill(libc::SYS_swapoff),
+        kill(libc::SYS_add_key),
+        kill(libc::SYS_request_key),
+        kill(libc::SYS_keyctl),
+        kill(libc::SYS_userfaultfd),
+        kill(libc::SYS_open_by_handle_at),
+        kill(libc::SYS_mount),
+        kill(libc::SYS_umount2),
+        kill(libc::SYS_pivot_root),
+        kill(libc::SYS_fsopen),
+        kill(libc::SYS_fsconfig),
+        kill(libc::SYS_fsmount),
+        kill(libc::SYS_fspick),
+        kill(libc::SYS_move_mount),
+        kill(libc::SYS_open_tree),
+        kill(libc::SYS_mount_setattr),
+        with_newuser(libc::SYS_unshare),
+        with_newuser(libc::SYS_clone),
+        errno(libc::SYS_setns, libc::EPERM),
+        Entry {
+            nr: libc::SYS_ioctl,
+            test: Some(ArgTest {
+                index: 1,
+                mask: u32::MAX,
+                value: tiocsti,
+            }),
+            action: Action::Errno(libc::EPERM),
+        },
+        errno(libc::SYS_clone3, libc::ENOSYS),
+    ];
+    let compile = |entries: &[Entry]| {
+        bpf::program(arch, x32, entries)
+            .ok_or_else(|| "the seccomp program is too large".to_owned())
+    };
+    let base_prog = compile(&base)?;
+    // Ordinary calls are the common case: the network rows go last.
+    base.push(errno(libc::SYS_socket, libc::EACCES));
+    base.push(errno(libc::SYS_io_uring_setup, libc::ENOSYS));
     Ok(Programs {
-        kill: filter(arch, kill, SeccompAction::KillProcess)?,
-        eperm: filter(arch, eperm, errno(libc::EPERM))?,
-        enosys: filter(arch, vec![(libc::SYS_clone3, any())], errno(libc::ENOSYS))?,
-        no_uring: filter(
-            arch,
-            vec![(libc::SYS_io_uring_setup, any())],
-            errno(libc::ENOSYS),
-        )?,
-        no_socket: filter(arch, vec![(libc::SYS_socket, any())], errno(libc::EACCES))?,
-        x32,
+        base: base_prog,
+        offline: compile(&base)?,
     })
-}
-
-/// A four-instruction program: a system call number at or above the x32
-/// bit (0x4000_0000) returns ENOSYS, everything else is allowed. seccompiler
-/// matches exact numbers only, so this one range test is written out; the
-/// architecture check is the other programs' (they kill on a mismatch).
-fn x32_guard() -> BpfProgram {
-    const X32_BIT: u32 = 0x4000_0000;
-    let code = |c: u32| u16::try_from(c).unwrap_or(0);
-    let enosys = u32::try_from(libc::ENOSYS).unwrap_or(38);
-    vec![
-        // A = seccomp_data.nr (offset 0).
-        sock_filter {
-            code: code(libc::BPF_LD | libc::BPF_W | libc::BPF_ABS),
-            jt: 0,
-            jf: 0,
-            k: 0,
-        },
-        // if A >= X32_BIT goto refuse else goto allow.
-        sock_filter {
-            code: code(libc::BPF_JMP | libc::BPF_JGE | libc::BPF_K),
-            jt: 0,
-            jf: 1,
-            k: X32_BIT,
-        },
-        sock_filter {
-            code: code(libc::BPF_RET | libc::BPF_K),
-            jt: 0,
-            jf: 0,
-            k: libc::SECCOMP_RET_ERRNO | enosys,
-        },
-        sock_filter {
-            code: code(libc::BPF_RET | libc::BPF_K),
-            jt: 0,
-            jf: 0,
-            k: libc::SECCOMP_RET_ALLOW,
-        },
-    ]
 }
 
 /// The guarantees the kernel must provide for `plan`; the first one it
 /// lacks, as the refusal's words.
 pub fn missing(plan: &Plan<'_>, k: &Kernel) -> Option<String> {
-    let arch = target_arch().is_some();
+    let arch = bpf::audit_arch().is_some();
     if !k.seccomp {
         return Some("seccomp filters (the deny-set every confined program runs under)".to_owned());
     }
@@ -345,7 +270,7 @@ fn abi_words(abi: ABI) -> String {
 /// What one confined launch installs in its child.
 pub struct Prepared {
     ruleset: Option<RulesetCreated>,
-    programs: Vec<&'static BpfProgram>,
+    program: &'static [Insn],
 }
 
 /// The access rights a [`Rights`] set stands for under `abi`.
@@ -420,15 +345,8 @@ pub fn prepare(plan: &Plan<'_>, k: &Kernel) -> Result<Prepared, String> {
         Some(created)
     };
     let p = programs()?;
-    let mut programs = vec![&p.kill, &p.eperm, &p.enosys];
-    if let Some(x) = &p.x32 {
-        programs.push(x);
-    }
-    if plan.net_off {
-        programs.push(&p.no_socket);
-        programs.push(&p.no_uring);
-    }
-    Ok(Prepared { ruleset, programs })
+    let program = if plan.net_off { &p.offline } else { &p.base };
+    Ok(Prepared { ruleset, program })
 }
 
 /// Opens `path` for a rule without following any symbolic link on the
@@ -458,7 +376,7 @@ fn open_no_links(path: &Path) -> Result<Option<OwnedFd>, String> {
 /// seccomp programs. The caller must not also ask for a process group
 /// (`setsid` makes the child the leader of its own).
 pub fn install(prepared: Prepared, cmd: &mut Command) {
-    let Prepared { ruleset, programs } = prepared;
+    let Prepared { ruleset, program } = prepared;
     let mut ruleset = ruleset;
     let hook = move || -> std::io::Result<()> {
         // SAFETY (the whole hook): it runs in the child after fork, where
@@ -504,11 +422,7 @@ pub fn install(prepared: Prepared, cmd: &mut Command) {
             rs.restrict_self()
                 .map_err(|_| std::io::Error::from_raw_os_error(libc::EPERM))?;
         }
-        for p in &programs {
-            seccompiler::apply_filter(p)
-                .map_err(|_| std::io::Error::from_raw_os_error(libc::EPERM))?;
-        }
-        Ok(())
+        bpf::install(program)
     };
     // SAFETY: see the hook's comment: it is async-signal-safe.
     unsafe {

@@ -36,6 +36,8 @@ use crate::caps::Layer;
 use crate::failure::{Failure, Reason};
 
 #[cfg(target_os = "linux")]
+mod bpf;
+#[cfg(target_os = "linux")]
 mod linux;
 pub mod plan;
 
@@ -200,16 +202,22 @@ impl Confined {
 /// reads only /w, /tmp; writes only /w, /tmp; no network".
 pub fn describe(layers: &[Arc<Layer>]) -> String {
     fn list(paths: &[PathBuf]) -> String {
-        if paths.is_empty() {
+        let mut unique: Vec<&PathBuf> = Vec::new();
+        for p in paths {
+            if !unique.contains(&p) {
+                unique.push(p);
+            }
+        }
+        if unique.is_empty() {
             return "nothing".to_owned();
         }
-        let mut shown: Vec<String> = paths
+        let mut shown: Vec<String> = unique
             .iter()
             .take(4)
             .map(|p| p.display().to_string())
             .collect();
-        if paths.len() > 4 {
-            shown.push(format!("{} more", paths.len() - 4));
+        if unique.len() > 4 {
+            shown.push(format!("{} more", unique.len() - 4));
         }
         shown.join(", ")
     }

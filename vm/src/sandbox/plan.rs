@@ -35,7 +35,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::caps::{self, FsOp, Layer};
+use crate::caps::{self, under, FsOp, Layer};
 
 /// Rights, as a small bit set.
 pub type Rights = u8;
@@ -210,7 +210,7 @@ impl<'l> Plan<'l> {
                 .layers
                 .iter()
                 .filter_map(|l| l.fs.as_ref())
-                .any(|fs| fs.deny().iter().any(|d| p.starts_with(d)));
+                .any(|fs| fs.deny().iter().any(|d| under(p, d)));
         let exec_ok = self.exec && {
             let fname = if is_dir {
                 String::new()
@@ -224,7 +224,7 @@ impl<'l> Plan<'l> {
         };
         if self.fs && !denied {
             let readable = caps::fs_verdict(self.layers, &self.admitted, FsOp::Read, p).is_none()
-                || self.envelope.read.iter().any(|e| p.starts_with(e))
+                || self.envelope.read.iter().any(|e| under(p, e))
                 || self.envelope.read_write.iter().any(|e| p == e)
                 || exec_ok;
             if readable {
@@ -243,8 +243,9 @@ impl<'l> Plan<'l> {
     }
 
     /// The paths where the verdict may change, existing ones only, each
-    /// with whether it is a directory.
-    fn boundaries(&self) -> Vec<(PathBuf, bool)> {
+    /// with whether it is a directory and its verdict (computed once: the
+    /// walk meets every boundary's verdict at each ancestor).
+    fn boundaries(&self) -> Vec<Bound> {
         let mut paths: Vec<&Path> = Vec::new();
         if self.fs {
             for l in self.layers {
@@ -266,30 +267,30 @@ impl<'l> Plan<'l> {
             }
             paths.extend(self.extra_exec.iter().map(PathBuf::as_path));
         }
-        let mut out: Vec<(PathBuf, bool)> = paths
+        paths.sort();
+        paths.dedup();
+        paths
             .into_iter()
             .filter_map(|p| {
                 let md = std::fs::symlink_metadata(p).ok()?;
-                Some((p.to_path_buf(), md.is_dir()))
+                Some(Bound {
+                    path: p.to_path_buf(),
+                    rights: self.verdict(p, md.is_dir()),
+                })
             })
-            .collect();
-        out.sort();
-        out.dedup();
-        out
+            .collect()
     }
 
     /// Whether the subtree at a node with verdict `v` and boundaries
     /// `below` holds files a name veto may refuse.
-    fn sensitive(&self, v: Rights, below: &[&(PathBuf, bool)]) -> bool {
-        self.exec
-            && self.vetoes
-            && (v & EXEC != 0 || below.iter().any(|(b, d)| self.verdict(b, *d) & EXEC != 0))
+    fn sensitive(&self, v: Rights, below: &[&Bound]) -> bool {
+        self.exec && self.vetoes && (v & EXEC != 0 || below.iter().any(|b| b.rights & EXEC != 0))
     }
 
     /// The rules (see the module docs).
     pub fn rules(&self) -> Result<Vec<Rule>, PlanError> {
         let boundaries = self.boundaries();
-        let all: Vec<&(PathBuf, bool)> = boundaries.iter().collect();
+        let all: Vec<&Bound> = boundaries.iter().collect();
         let mut out = Vec::new();
         let mut budget = ENTRY_BUDGET;
         self.walk(Path::new("/"), true, &all, 0, &mut out, &mut budget)?;
@@ -312,26 +313,29 @@ impl<'l> Plan<'l> {
         &self,
         node: &Path,
         is_dir: bool,
-        below: &[&(PathBuf, bool)],
+        below: &[&Bound],
         inh: Rights,
         out: &mut Vec<Rule>,
         budget: &mut usize,
     ) -> Result<(), PlanError> {
-        let v = self.verdict(node, is_dir);
+        let v = match below.iter().find(|b| b.path == node) {
+            Some(b) => b.rights,
+            None => self.verdict(node, is_dir),
+        };
         if !is_dir {
             Self::push(out, node, v & !inh, false);
             return Ok(());
         }
-        let strictly: Vec<&(PathBuf, bool)> = below
+        let strictly: Vec<&Bound> = below
             .iter()
             .copied()
-            .filter(|(b, _)| b.as_path() != node && b.starts_with(node))
+            .filter(|b| b.path != node && under(&b.path, node))
             .collect();
         let sensitive = self.sensitive(v, &strictly);
         // The rights that hold everywhere beneath `node`.
         let mut m = v;
-        for (b, d) in &strictly {
-            m &= self.verdict(b, *d);
+        for b in &strictly {
+            m &= b.rights;
         }
         if sensitive {
             m &= !EXEC;
@@ -344,13 +348,12 @@ impl<'l> Plan<'l> {
             // to a boundary, named by the boundaries themselves.
             let mut children: Vec<PathBuf> = strictly
                 .iter()
-                .filter_map(|(b, _)| {
-                    let rest = b.strip_prefix(node).ok()?;
+                .filter_map(|b| {
+                    let rest = b.path.strip_prefix(node).ok()?;
                     let first = rest.components().next()?;
                     Some(node.join(first))
                 })
                 .collect();
-            children.sort();
             children.dedup();
             for child in children {
                 let Ok(md) = std::fs::symlink_metadata(&child) else {
@@ -359,10 +362,10 @@ impl<'l> Plan<'l> {
                 if md.file_type().is_symlink() {
                     return Err(PlanError::Link(child));
                 }
-                let cb: Vec<&(PathBuf, bool)> = strictly
+                let cb: Vec<&Bound> = strictly
                     .iter()
                     .copied()
-                    .filter(|(b, _)| b.starts_with(&child))
+                    .filter(|b| under(&b.path, &child))
                     .collect();
                 self.walk(&child, md.is_dir(), &cb, inh, out, budget)?;
             }
@@ -378,10 +381,10 @@ impl<'l> Plan<'l> {
                 .ok_or_else(|| PlanError::TooLarge(node.to_path_buf()))?;
             let child = node.join(entry.file_name());
             let Ok(ft) = entry.file_type() else { continue };
-            let cb: Vec<&(PathBuf, bool)> = strictly
+            let cb: Vec<&Bound> = strictly
                 .iter()
                 .copied()
-                .filter(|(b, _)| b.starts_with(&child))
+                .filter(|b| under(&b.path, &child))
                 .collect();
             if ft.is_symlink() {
                 // A link's target is judged at its own path; a boundary
@@ -401,6 +404,12 @@ impl<'l> Plan<'l> {
         }
         Ok(())
     }
+}
+
+/// A boundary: an existing path where the verdict may change.
+struct Bound {
+    path: PathBuf,
+    rights: Rights,
 }
 
 /// The dynamic loader an ELF file asks for (`PT_INTERP`), for 64-bit and
