@@ -618,6 +618,18 @@ pub fn under(p: &Path, prefix: &Path) -> bool {
         && (p.len() == pre.len() || pre.ends_with(b"/") || p.get(pre.len()) == Some(&b'/'))
 }
 
+/// Whether two normalised absolute paths are the same path: their bytes
+/// are equal (cheaper than `Path`'s component-wise `==`).
+pub fn same(a: &Path, b: &Path) -> bool {
+    a.as_os_str() == b.as_os_str()
+}
+
+/// The byte order of two paths: a path sorts before everything beneath it.
+pub fn byte_order(a: &Path, b: &Path) -> std::cmp::Ordering {
+    use std::os::unix::ffi::OsStrExt;
+    a.as_os_str().as_bytes().cmp(b.as_os_str().as_bytes())
+}
+
 fn file_name(p: &Path) -> String {
     p.file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -684,7 +696,7 @@ pub fn exec_verdict_layer(
     for l in p
         .literals
         .iter()
-        .filter(|l| l.real.as_deref() == Some(real_prog))
+        .filter(|l| l.real.as_deref().is_some_and(|r| same(r, real_prog)))
     {
         named = true;
         match &l.rule {
@@ -822,7 +834,7 @@ pub fn fs_verdict<'l>(
                     under(p, w)
                         && !admitted
                             .iter()
-                            .any(|d| under(d, w) && *d != w.as_path() && under(p, d))
+                            .any(|d| under(d, w) && !same(d, w) && under(p, d))
                 })
             }),
         };

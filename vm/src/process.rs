@@ -27,8 +27,8 @@
 //!   status `128 + s`, reason `signaled s`.
 //!
 //! - **Confinement.** A launch may carry a prepared OS sandbox
-//!   ([`crate::sandbox`]); its hook gives the child a session of its own,
-//!   so a confined child is always signalled as a group, and a confined
+//!   ([`crate::sandbox`]), which starts the child in a process group of its
+//!   own, so a confined child is always signalled as a group; a confined
 //!   program's failure carries the sandbox's hint.
 //!
 //! The VM's `unsafe` is here (three libc calls: `poll`, `pidfd_open`
@@ -197,9 +197,8 @@ pub fn run(
         Plan::Direct(s) => s,
         Plan::Pump => Stdio::piped(),
     });
-    let confined = launch.sandbox.map(|sb| sb.install(&mut cmd));
-    let own_group = launch.own_group || confined.is_some();
-    if own_group && confined.is_none() {
+    let own_group = launch.own_group || launch.sandbox.is_some();
+    if own_group && launch.sandbox.is_none() {
         cmd.process_group(0);
     }
     // The cwd is checked first so a vanished directory is not reported as
@@ -210,7 +209,14 @@ pub fn run(
             launch.cwd.display()
         )));
     }
-    let mut child = match cmd.spawn() {
+    let (spawned, confined) = match launch.sandbox {
+        Some(sb) => {
+            let (spawned, confined) = sb.spawn(&mut cmd);
+            (spawned, Some(confined))
+        }
+        None => (cmd.spawn(), None),
+    };
+    let mut child = match spawned {
         Ok(c) => c,
         Err(e) => {
             let f = spawn_error(name, &launch.program, &e);

@@ -10,7 +10,7 @@
 //! ral-sandbox-probe write PATH           create the file with "probe"
 //! ral-sandbox-probe userns               unshare a user namespace
 //! ral-sandbox-probe ptrace               PTRACE_TRACEME (the deny-set kills)
-//! ral-sandbox-probe sid                  print "SID PID" (getsid, getpid)
+//! ral-sandbox-probe sid                  print "SID PGID PID"
 //! ral-sandbox-probe thread               start and join a thread (clone3 → clone)
 //! ral-sandbox-probe fd N                 whether descriptor N is open
 //! ```
@@ -67,9 +67,9 @@ fn main() {
             .map(|n| format!("ok {n}"))
             .map_err(|_| "the thread panicked".to_owned()),
         "sid" => {
-            // SAFETY: getsid and getpid take integers.
-            let (sid, pid) = unsafe { (libc::getsid(0), libc::getpid()) };
-            Ok(format!("{sid} {pid}"))
+            // SAFETY: getsid, getpgid and getpid take integers.
+            let (sid, pgid, pid) = unsafe { (libc::getsid(0), libc::getpgid(0), libc::getpid()) };
+            Ok(format!("{sid} {pgid} {pid}"))
         }
         "fd" => match arg(1).parse::<i32>() {
             // SAFETY: F_GETFD on any integer is harmless (EBADF if closed).

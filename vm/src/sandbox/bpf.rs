@@ -6,7 +6,7 @@
 //! separately and prepares its action cache by running the filter over
 //! every system call number, so five single-action filters (what a
 //! one-action-per-filter compiler gives) cost five times that on every
-//! launch. The program is a straight line:
+//! launch. For the same reason the rows are searched, not scanned:
 //!
 //! ```text
 //!     ld  arch            ; a foreign architecture (32-bit int 0x80) dies
@@ -14,7 +14,8 @@
 //!     ret KILL_PROCESS
 //!     ld  nr
 //!     jge 0x40000000, x32 ; x86-64 only: the x32 range gets ENOSYS
-//!   per entry without a test:
+//!   a binary search over the rows by number (jge), and at each leaf, per
+//!   row without a test:
 //!     jeq NR, 0, +1
 //!     ret ACTION
 //!   per entry with a test on the low 32 bits of argument I:
@@ -24,6 +25,7 @@
 //!     jeq VALUE, 0, +1
 //!     ret ACTION
 //!     ld  nr              ; the test clobbered the accumulator
+//!   and after a leaf's rows:
 //!     ret ALLOW
 //! ```
 //!
@@ -113,9 +115,56 @@ fn ret(action: Action) -> Insn {
     stmt(libc::BPF_RET | libc::BPF_K, k)
 }
 
+/// The instructions of one row; they end in a return or fall through to
+/// the next row with the accumulator holding the system call number.
+fn row(e: &Entry, nr: u32, p: &mut Vec<Insn>) {
+    let eq = libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K;
+    let ld = |off: u32| stmt(libc::BPF_LD | libc::BPF_W | libc::BPF_ABS, off);
+    match e.test {
+        None => {
+            p.push(jump(eq, nr, 0, 1));
+            p.push(ret(e.action));
+        }
+        Some(t) => {
+            p.push(jump(eq, nr, 0, 4));
+            p.push(ld(OFF_ARGS + 8 * t.index));
+            p.push(stmt(libc::BPF_ALU | libc::BPF_AND | libc::BPF_K, t.mask));
+            p.push(jump(eq, t.value, 0, 1));
+            p.push(ret(e.action));
+            p.push(ld(OFF_NR));
+        }
+    }
+}
+
+/// Rows sorted by number, as a binary search: a `jge` splits them, each
+/// side ends in `ret ALLOW`. The kernel runs the program over every system
+/// call number when it attaches it (its action cache), so a search of
+/// depth log n costs far less than one long chain.
+fn search(rows: &[(u32, Entry)], p: &mut Vec<Insn>) -> Option<()> {
+    if rows.len() <= 4 {
+        for (nr, e) in rows {
+            row(e, *nr, p);
+        }
+        p.push(stmt(libc::BPF_RET | libc::BPF_K, libc::SECCOMP_RET_ALLOW));
+        return Some(());
+    }
+    let (left, right) = rows.split_at(rows.len() / 2);
+    let mut l = Vec::new();
+    search(left, &mut l)?;
+    let skip = u8::try_from(l.len()).ok()?;
+    p.push(jump(
+        libc::BPF_JMP | libc::BPF_JGE | libc::BPF_K,
+        right.first()?.0,
+        skip,
+        0,
+    ));
+    p.extend(l);
+    search(right, p)
+}
+
 /// Builds the program for `entries` under audit architecture `arch`; on
 /// x86-64 (`x32` true) the x32 range gets ENOSYS. `None` when a system
-/// call number does not fit the program.
+/// call number does not fit the program or one appears twice.
 pub fn program(arch: u32, x32: bool, entries: &[Entry]) -> Option<Vec<Insn>> {
     let ld = |off: u32| stmt(libc::BPF_LD | libc::BPF_W | libc::BPF_ABS, off);
     let mut p = vec![
@@ -133,25 +182,15 @@ pub fn program(arch: u32, x32: bool, entries: &[Entry]) -> Option<Vec<Insn>> {
         ));
         p.push(ret(Action::Errno(libc::ENOSYS)));
     }
-    for e in entries {
-        let nr = u32::try_from(e.nr).ok()?;
-        let eq = libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K;
-        match e.test {
-            None => {
-                p.push(jump(eq, nr, 0, 1));
-                p.push(ret(e.action));
-            }
-            Some(t) => {
-                p.push(jump(eq, nr, 0, 4));
-                p.push(ld(OFF_ARGS + 8 * t.index));
-                p.push(stmt(libc::BPF_ALU | libc::BPF_AND | libc::BPF_K, t.mask));
-                p.push(jump(eq, t.value, 0, 1));
-                p.push(ret(e.action));
-                p.push(ld(OFF_NR));
-            }
-        }
+    let mut rows: Vec<(u32, Entry)> = entries
+        .iter()
+        .map(|e| u32::try_from(e.nr).ok().map(|nr| (nr, *e)))
+        .collect::<Option<_>>()?;
+    rows.sort_by_key(|(nr, _)| *nr);
+    if rows.windows(2).any(|w| w[0].0 == w[1].0) {
+        return None;
     }
-    p.push(stmt(libc::BPF_RET | libc::BPF_K, libc::SECCOMP_RET_ALLOW));
+    search(&rows, &mut p)?;
     (p.len() <= 4096).then_some(p)
 }
 

@@ -2,11 +2,27 @@
 //! and signal/abstract-socket scoping; seccomp for the deny-set and for
 //! `net: false`; `setsid`, `close_range` and `RLIMIT_CORE` for the rest.
 //!
-//! Everything that allocates or reads the filesystem happens in the parent
+//! Everything that allocates or reads the filesystem happens first
 //! ([`prepare`]): the plan's rules are opened (never through a symbolic
 //! link, `openat2` with `RESOLVE_NO_SYMLINKS`) and added to a Landlock
-//! ruleset, and the seccomp programs are compiled once per process. The
-//! child between `fork` and `exec` only makes system calls ([`install`]).
+//! ruleset, and the seccomp program is compiled once per process.
+//!
+//! Then one of two launches ([`spawn`]):
+//!
+//! - **From a confined thread** (the usual case, ral has no controlling
+//!   terminal): a short-lived thread enters the Landlock domain and the
+//!   seccomp program itself (both are per thread without their
+//!   all-threads flags, as is `no_new_privs`) and starts the program with
+//!   the standard library's spawn, which is a `vfork`-style clone: the child
+//!   inherits the thread's confinement and ral's address space is never
+//!   copied. A `fork` would copy it and the child's `exec` tear it down
+//!   again, which is most of what a confined launch would otherwise cost.
+//!   The child gets a process group of its own; it cannot have a
+//!   controlling terminal, since ral has none and the child leads no
+//!   session. Its core-dump limit is set right after it starts.
+//! - **Through `fork`** when ral has a controlling terminal: the child calls
+//!   `setsid` (leaving the terminal) between `fork` and `exec` and then
+//!   confines itself ([`install`]), a hook that only makes system calls.
 //!
 //! One seccomp program ([`super::bpf`], built once per process; one with
 //! and one without the network rows):
@@ -367,6 +383,101 @@ fn open_no_links(path: &Path) -> Result<Option<OwnedFd>, String> {
             path.display()
         )),
         Err(e) => Err(format!("{}: {e}", path.display())),
+    }
+}
+
+/// Whether launches take the `fork` path (see the module docs): ral has a
+/// controlling terminal, or a test asked for it.
+fn fork_path() -> bool {
+    static HAS_TTY: OnceLock<bool> = OnceLock::new();
+    FORCE_FORK.load(std::sync::atomic::Ordering::Relaxed)
+        || *HAS_TTY.get_or_init(|| {
+            use rustix::fs::{open, Mode, OFlags};
+            open(
+                "/dev/tty",
+                OFlags::RDONLY | OFlags::NOCTTY | OFlags::CLOEXEC,
+                Mode::empty(),
+            )
+            .is_ok()
+        })
+}
+
+static FORCE_FORK: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Makes every launch take the `fork` path, so tests without a terminal
+/// exercise it too.
+pub fn force_fork_path(force: bool) {
+    FORCE_FORK.store(force, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Starts `cmd` confined by `prepared` (see the module docs), in a process
+/// group of its own.
+pub fn spawn(prepared: Prepared, cmd: &mut Command) -> std::io::Result<std::process::Child> {
+    if fork_path() {
+        install(prepared, cmd);
+        return cmd.spawn();
+    }
+    cmd.process_group(0);
+    let Prepared { ruleset, program } = prepared;
+    std::thread::scope(|scope| {
+        let launcher = std::thread::Builder::new()
+            .name("ral-confine".to_owned())
+            .stack_size(256 * 1024)
+            .spawn_scoped(scope, move || -> std::io::Result<std::process::Child> {
+                confine_this_thread(ruleset, program)?;
+                let child = cmd.spawn()?;
+                no_core_dumps(child.id());
+                Ok(child)
+            })?;
+        launcher
+            .join()
+            .unwrap_or_else(|_| Err(std::io::Error::other("the sandbox's launcher panicked")))
+    })
+}
+
+/// Confines the calling thread (only it: none of the calls below asks for
+/// all threads).
+fn confine_this_thread(ruleset: Option<RulesetCreated>, program: &[Insn]) -> std::io::Result<()> {
+    // The descriptor table is the process's: every descriptor above
+    // standard error becomes close-on-exec for ral as a whole, which
+    // changes nothing for ral (it never execs, and starts no program that
+    // expects to inherit one) and keeps them all from the child.
+    // SAFETY: close_range takes integers.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_close_range,
+            3 as libc::c_uint,
+            libc::c_uint::MAX,
+            libc::CLOSE_RANGE_CLOEXEC,
+        )
+    };
+    if rc != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: prctl with integer arguments; no_new_privs is per thread.
+    if unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    if let Some(rs) = ruleset {
+        rs.restrict_self()
+            .map_err(|e| std::io::Error::other(format!("landlock: {e}")))?;
+    }
+    bpf::install(program)
+}
+
+/// Sets a started child's core-dump limit to zero.
+fn no_core_dumps(pid: u32) {
+    let Ok(pid) = libc::pid_t::try_from(pid) else {
+        return;
+    };
+    let none = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: prlimit reads the struct, which lives on this stack; a child
+    // that has already exited makes it fail harmlessly.
+    unsafe {
+        libc::prlimit(pid, libc::RLIMIT_CORE, &none, std::ptr::null_mut());
     }
 }
 

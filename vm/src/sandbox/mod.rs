@@ -24,9 +24,11 @@
 //! is refused with a failure naming it (status 126): nothing runs
 //! unconfined.
 //!
-//! [`prepare`] does everything that reads the filesystem or allocates, in
-//! the parent; [`Sandbox::install`] adds a `pre_exec` hook that only makes
-//! system calls.
+//! [`prepare`] does everything that reads the filesystem or allocates;
+//! [`Sandbox::spawn`] starts the program from a confined thread (or, when
+//! ral has a controlling terminal, through `fork` and a `pre_exec` hook
+//! that only makes system calls); [`Sandbox::install`] is the hook alone,
+//! for a launcher that must `fork` (`detach`).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -42,7 +44,7 @@ mod linux;
 pub mod plan;
 
 #[cfg(target_os = "linux")]
-pub use linux::{kernel, Kernel};
+pub use linux::{force_fork_path, kernel, Kernel};
 
 /// One launch's prepared confinement.
 pub struct Sandbox {
@@ -149,6 +151,20 @@ fn prepare_confined(
 }
 
 impl Sandbox {
+    /// Starts `cmd` confined, in a process group of its own (a session of
+    /// its own when ral has a controlling terminal), and returns what
+    /// remains of the sandbox for the failure's hint.
+    pub fn spawn(self, cmd: &mut Command) -> (std::io::Result<std::process::Child>, Confined) {
+        let confined = Confined {
+            summary: self.summary.clone(),
+        };
+        #[cfg(target_os = "linux")]
+        let spawned = linux::spawn(self.prepared, cmd);
+        #[cfg(not(target_os = "linux"))]
+        let spawned = cmd.spawn();
+        (spawned, confined)
+    }
+
     /// Installs the confinement on `cmd` (a `pre_exec` hook) and returns
     /// what remains of it after the launch: the hint for a failure. The
     /// child becomes the leader of a new session, so `cmd` must not also be

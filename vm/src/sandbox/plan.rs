@@ -35,7 +35,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::caps::{self, under, FsOp, Layer};
+use crate::caps::{self, byte_order, same, under, FsOp, Layer};
 
 /// Rights, as a small bit set.
 pub type Rights = u8;
@@ -94,9 +94,24 @@ impl std::fmt::Display for PlanError {
 pub struct Envelope {
     pub read: Vec<PathBuf>,
     pub read_write: Vec<PathBuf>,
+    /// Which entries are directories, and every directory above an entry
+    /// (real paths all). The envelope's paths are the system's own, looked
+    /// at once per process rather than on every launch.
+    dirs: Vec<PathBuf>,
 }
 
 impl Envelope {
+    /// Whether `p` is one of the envelope's entries.
+    fn has(&self, p: &Path) -> bool {
+        let find = |list: &[PathBuf]| list.binary_search_by(|e| byte_order(e, p)).is_ok();
+        find(&self.read) || find(&self.read_write)
+    }
+
+    /// Whether `p` is an envelope directory or a directory above an entry.
+    fn is_dir(&self, p: &Path) -> bool {
+        self.dirs.binary_search_by(|e| byte_order(e, p)).is_ok()
+    }
+
     /// The system envelope, real paths of the entries that exist.
     pub fn system() -> Envelope {
         const READ: &[&str] = &[
@@ -119,10 +134,13 @@ impl Envelope {
             "/etc/gai.conf",
             "/etc/services",
             "/etc/protocols",
-            // Certificates, for TLS clients.
-            "/etc/ssl",
+            // Certificates, for TLS clients (not the private keys beside
+            // them).
+            "/etc/ssl/certs",
+            "/etc/ssl/openssl.cnf",
             "/etc/ca-certificates",
-            "/etc/pki",
+            "/etc/pki/ca-trust",
+            "/etc/pki/tls/certs",
             // User lookup, time zone, locale.
             "/etc/passwd",
             "/etc/group",
@@ -145,13 +163,31 @@ impl Envelope {
                 .iter()
                 .filter_map(|p| std::fs::canonicalize(p).ok())
                 .collect();
-            out.sort();
-            out.dedup();
+            out.sort_by(|a, b| byte_order(a, b));
+            out.dedup_by(|a, b| same(a, b));
             out
         };
+        let read = resolve(READ);
+        let read_write = resolve(READ_WRITE);
+        let mut dirs: Vec<PathBuf> = read
+            .iter()
+            .chain(read_write.iter())
+            .filter(|p| p.is_dir())
+            .cloned()
+            .collect();
+        for p in read.iter().chain(read_write.iter()) {
+            let mut up = p.parent();
+            while let Some(d) = up {
+                dirs.push(d.to_path_buf());
+                up = d.parent();
+            }
+        }
+        dirs.sort_by(|a, b| byte_order(a, b));
+        dirs.dedup_by(|a, b| same(a, b));
         Envelope {
-            read: resolve(READ),
-            read_write: resolve(READ_WRITE),
+            read,
+            read_write,
+            dirs,
         }
     }
 }
@@ -220,18 +256,18 @@ impl<'l> Plan<'l> {
                     .unwrap_or_default()
             };
             caps::exec_verdict(self.layers, p, &fname, "", None).is_none()
-                || self.extra_exec.iter().any(|x| x == p)
+                || self.extra_exec.iter().any(|x| same(x, p))
         };
         if self.fs && !denied {
             let readable = caps::fs_verdict(self.layers, &self.admitted, FsOp::Read, p).is_none()
                 || self.envelope.read.iter().any(|e| under(p, e))
-                || self.envelope.read_write.iter().any(|e| p == e)
+                || self.envelope.read_write.iter().any(|e| same(p, e))
                 || exec_ok;
             if readable {
                 r |= READ;
             }
             let writable = caps::fs_verdict(self.layers, &self.admitted, FsOp::Write, p).is_none()
-                || self.envelope.read_write.iter().any(|e| p == e);
+                || self.envelope.read_write.iter().any(|e| same(p, e));
             if writable {
                 r |= WRITE;
             }
@@ -267,18 +303,37 @@ impl<'l> Plan<'l> {
             }
             paths.extend(self.extra_exec.iter().map(PathBuf::as_path));
         }
-        paths.sort();
-        paths.dedup();
-        paths
-            .into_iter()
-            .filter_map(|p| {
-                let md = std::fs::symlink_metadata(p).ok()?;
-                Some(Bound {
-                    path: p.to_path_buf(),
-                    rights: self.verdict(p, md.is_dir()),
-                })
-            })
-            .collect()
+        paths.sort_by(|a, b| byte_order(a, b));
+        paths.dedup_by(|a, b| same(a, b));
+        let mut out: Vec<Bound> = Vec::with_capacity(paths.len());
+        for p in paths {
+            let is_dir = if self.envelope.has(p) {
+                self.envelope.is_dir(p)
+            } else {
+                match std::fs::symlink_metadata(p) {
+                    Ok(md) => md.is_dir(),
+                    Err(_) => continue,
+                }
+            };
+            let rights = self.verdict(p, is_dir);
+            // A boundary whose verdict is its enclosing cell's changes
+            // nothing: drop it, so a broad grant is not walked towards
+            // every envelope entry. `out` is sorted, so the nearest kept
+            // ancestor is the last kept entry above `p`.
+            let enclosing = out
+                .iter()
+                .rev()
+                .find(|b| under(p, &b.path))
+                .map_or_else(|| self.verdict(Path::new("/"), true), |b| b.rights);
+            if rights == enclosing && is_dir {
+                continue;
+            }
+            out.push(Bound {
+                path: p.to_path_buf(),
+                rights,
+            });
+        }
+        out
     }
 
     /// Whether the subtree at a node with verdict `v` and boundaries
@@ -318,7 +373,7 @@ impl<'l> Plan<'l> {
         out: &mut Vec<Rule>,
         budget: &mut usize,
     ) -> Result<(), PlanError> {
-        let v = match below.iter().find(|b| b.path == node) {
+        let v = match below.iter().find(|b| same(&b.path, node)) {
             Some(b) => b.rights,
             None => self.verdict(node, is_dir),
         };
@@ -329,7 +384,7 @@ impl<'l> Plan<'l> {
         let strictly: Vec<&Bound> = below
             .iter()
             .copied()
-            .filter(|b| b.path != node && under(&b.path, node))
+            .filter(|b| !same(&b.path, node) && under(&b.path, node))
             .collect();
         let sensitive = self.sensitive(v, &strictly);
         // The rights that hold everywhere beneath `node`.
@@ -354,20 +409,28 @@ impl<'l> Plan<'l> {
                     Some(node.join(first))
                 })
                 .collect();
-            children.dedup();
+            children.sort_by(|a, b| byte_order(a, b));
+            children.dedup_by(|a, b| same(a, b));
             for child in children {
-                let Ok(md) = std::fs::symlink_metadata(&child) else {
-                    continue;
+                let child_is_dir = if self.envelope.is_dir(&child) {
+                    true
+                } else if self.envelope.has(&child) {
+                    false
+                } else {
+                    let Ok(md) = std::fs::symlink_metadata(&child) else {
+                        continue;
+                    };
+                    if md.file_type().is_symlink() {
+                        return Err(PlanError::Link(child));
+                    }
+                    md.is_dir()
                 };
-                if md.file_type().is_symlink() {
-                    return Err(PlanError::Link(child));
-                }
                 let cb: Vec<&Bound> = strictly
                     .iter()
                     .copied()
                     .filter(|b| under(&b.path, &child))
                     .collect();
-                self.walk(&child, md.is_dir(), &cb, inh, out, budget)?;
+                self.walk(&child, child_is_dir, &cb, inh, out, budget)?;
             }
             return Ok(());
         }
