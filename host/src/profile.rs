@@ -146,7 +146,7 @@ fn ascribe(
             }
             value
         }
-        _ => return None,
+        TyView::Var(..) | TyView::Con(_) => return None,
     };
     check_record(store, value, id, span)
 }

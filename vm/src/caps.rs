@@ -644,6 +644,9 @@ fn by(layer: &Layer) -> String {
     }
 }
 
+/// The failure for an `exec` denial. (Audit, §12.7: when a trail is open,
+/// every exec and ral-owned fs denial becomes a `check` observation; this
+/// and the fs denial in [`check_fs`] are the two places it is recorded.)
 fn denied(what: String, layer: &Layer) -> Failure {
     let mut f = Failure::new(
         126,
@@ -855,6 +858,7 @@ pub fn check_fs(layers: &[std::sync::Arc<Layer>], op: FsOp, path: &Path) -> Resu
     match fs_verdict(layers, &admitted, op, &p) {
         None => Ok(()),
         Some(layer) => {
+            // Audit (§12.7): an open trail records this denial here.
             let verb = match op {
                 FsOp::Read => "read",
                 FsOp::Write => "write",
@@ -908,6 +912,8 @@ pub fn layer_of(r: Record, env: &DecodeEnv<'_>) -> Result<Layer, Failure> {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
+
     use super::*;
     use std::sync::Arc;
 

@@ -277,9 +277,10 @@ pub fn missing(plan: &Plan<'_>, k: &Kernel) -> Option<String> {
 }
 
 fn abi_words(abi: ABI) -> String {
-    match abi {
-        ABI::Unsupported => "no Landlock".to_owned(),
-        other => format!("Landlock ABI {}", other as i32),
+    if abi == ABI::Unsupported {
+        "no Landlock".to_owned()
+    } else {
+        format!("Landlock ABI {}", abi as i32)
     }
 }
 

@@ -645,7 +645,7 @@ mod tests {
             rec(vec![(
                 "fs",
                 rec(vec![
-                    ("read", strs(&[r.clone()])),
+                    ("read", strs(std::slice::from_ref(&r))),
                     ("write", strs(&[format!("{r}/b")])),
                     ("deny", strs(&[format!("{r}/a/secret")])),
                 ]),
@@ -673,7 +673,7 @@ mod tests {
                 (
                     "fs",
                     rec(vec![
-                        ("read", strs(&[r.clone()])),
+                        ("read", strs(std::slice::from_ref(&r))),
                         ("write", strs(&[r.clone(), format!("{r}/tools/cache")])),
                     ]),
                 ),
