@@ -6,6 +6,10 @@
 //! arguments, the provider, the log, the signal flags, the session, and
 //! the mode (headless or interactive).
 //!
+//! The capability profile (`--profile`, `--capabilities`, [`profiles`]) is
+//! loaded before the provider is contacted; one that cannot be loaded is a
+//! usage error.
+//!
 //! Exit statuses: 0 success; 1 agent or provider error; 2 usage error;
 //! 124 the `--max-wall` limit; 130 SIGINT; 143 SIGTERM/SIGHUP.
 
@@ -20,6 +24,7 @@ use crate::control::Control;
 use crate::headless::{self, HeadlessRun, OutputFormat};
 use crate::interactive;
 use crate::log::{self, SessionLog};
+use crate::profiles::{self, Profile};
 use crate::prompt::{system_prompt, HostFacts};
 use crate::provider::{HttpConfig, HttpProvider, Provider, WireFormat};
 use crate::session::{Session, SessionConfig};
@@ -114,6 +119,13 @@ pub struct Args {
     /// The output token cap per request.
     #[arg(long, value_name = "N")]
     pub max_tokens: Option<u32>,
+    /// The capability profile every tool call runs under.
+    #[arg(long, value_enum, default_value_t = Profile::Reasonable)]
+    pub profile: Profile,
+    /// A capability profile file (a ral script returning a grant record)
+    /// that meets the profile, so it can only narrow it; repeatable.
+    #[arg(long, value_name = "FILE")]
+    pub capabilities: Vec<String>,
 }
 
 /// The keys, taken out of the environment.
@@ -218,6 +230,13 @@ pub fn run(args: Args, creds: Credentials) -> i32 {
         },
         None => None,
     };
+    // The capability ceiling, before anything else can fail later: a bad
+    // profile is a usage error.
+    let start_dir = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
+    let ceiling = match profiles::ceiling(args.profile, &args.capabilities, &start_dir) {
+        Ok(c) => c,
+        Err(report) => return usage_error(report.trim_end()),
+    };
     let base_url = args
         .base_url
         .clone()
@@ -265,6 +284,7 @@ pub fn run(args: Args, creds: Credentials) -> i32 {
     }
     let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
     let date = log::rfc3339(SystemTime::now());
+    let caps_section = profiles::prompt_section(args.profile, &ceiling, args.capabilities.len());
     let system = system_prompt(
         persona.as_deref(),
         &HostFacts {
@@ -272,6 +292,7 @@ pub fn run(args: Args, creds: Credentials) -> i32 {
             default_timeout: args.timeout_secs,
             headless: args.headless,
             date: date.get(..10).unwrap_or(&date),
+            capabilities: Some(&caps_section),
         },
     );
     session_log.record(
@@ -289,10 +310,13 @@ pub fn run(args: Args, creds: Credentials) -> i32 {
             "max_turns": args.max_turns,
             "max_wall_secs": args.max_wall,
             "timeout_secs": args.timeout_secs,
+            "profile": args.profile.name(),
+            "capabilities": args.capabilities,
         }),
     );
     let session = Session::new(SessionConfig {
         default_timeout: Duration::from_secs(args.timeout_secs),
+        ceiling,
         ..SessionConfig::default()
     });
     let agent = Agent::new(

@@ -12,6 +12,7 @@
 //!   (the per-call IO frame, the pump and its completion flag, the durable
 //!   snapshot, leases);
 //! - [`agent`]: the loop;
+//! - [`profiles`]: the capability profiles every call runs under;
 //! - [`log`], [`prompt`], [`pricing`], [`control`], [`cli`], [`headless`],
 //!   [`interactive`]: the program around it.
 
@@ -24,6 +25,7 @@ pub mod interactive;
 pub mod log;
 pub mod message;
 pub mod pricing;
+pub mod profiles;
 pub mod prompt;
 pub mod provider;
 pub mod render;

@@ -2,7 +2,8 @@
 //! the file given with `--system`), the guide to the tool and the language
 //! (`data/ral.md`: persistence, what a failed call keeps, walls, which
 //! work dies with the session and which survives), and a host section
-//! with the facts of this run.
+//! with the facts of this run, ending with what the capability profile
+//! allows.
 
 use std::path::Path;
 
@@ -20,6 +21,8 @@ pub struct HostFacts<'a> {
     pub headless: bool,
     /// `YYYY-MM-DD`.
     pub date: &'a str,
+    /// The capabilities section ([`crate::profiles::prompt_section`]).
+    pub capabilities: Option<&'a str>,
 }
 
 /// Assembles the prompt; `persona` replaces the built-in persona.
@@ -47,6 +50,11 @@ pub fn system_prompt(persona: Option<&str>, facts: &HostFacts<'_>) -> String {
              run's result.\n",
         );
     }
+    if let Some(caps) = facts.capabilities {
+        out.push('\n');
+        out.push_str(caps.trim_end());
+        out.push('\n');
+    }
     out
 }
 
@@ -63,6 +71,7 @@ mod tests {
                 default_timeout: 45,
                 headless: true,
                 date: "2026-01-02",
+                capabilities: Some("# Capabilities\n\nprofile `x`"),
             },
         );
         assert!(p.contains("stay bound in every later call"));
@@ -72,6 +81,7 @@ mod tests {
         assert!(p.contains("stopped when the session ends"));
         assert!(p.contains("survives the session"));
         assert!(p.contains("/work/x") && p.contains("unattended"));
+        assert!(p.ends_with("# Capabilities\n\nprofile `x`\n"), "{p}");
         // Nothing claims a failed call's bindings are gone.
         let lower = p.to_lowercase();
         for false_claim in ["rolled back", "discarded", "are lost", "transaction"] {
@@ -84,6 +94,7 @@ mod tests {
                 default_timeout: 60,
                 headless: false,
                 date: "2026-01-02",
+                capabilities: None,
             },
         );
         assert!(custom.starts_with("Be terse.\n\n# Your tool"));

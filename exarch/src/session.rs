@@ -40,7 +40,8 @@ use std::time::{Duration, Instant};
 
 use ral_host::workers::{WatchStream, DETACH_BIRTHS};
 use ral_host::{
-    AgentForms, BindingLease, BindingPruneNotice, MobileSnapshot, Shell, STATUS_PANICKED,
+    AgentForms, BindingLease, BindingPruneNotice, Capabilities, MobileSnapshot, Shell,
+    STATUS_PANICKED,
 };
 
 use crate::bus::{pump, Drive, Emitter, Event};
@@ -79,6 +80,9 @@ pub struct SessionConfig {
     pub binding_idle_calls: u64,
     /// Result section limits.
     pub limits: Limits,
+    /// The capability ceiling every call runs under (the profile and any
+    /// `--capabilities` files, [`crate::profiles`]); root by default.
+    pub ceiling: Capabilities,
 }
 
 impl Default for SessionConfig {
@@ -87,6 +91,7 @@ impl Default for SessionConfig {
             default_timeout: Duration::from_secs(60),
             binding_idle_calls: BINDING_IDLE_CALLS,
             limits: Limits::default(),
+            ceiling: Capabilities::root(),
         }
     }
 }
@@ -132,14 +137,15 @@ impl std::fmt::Debug for Session {
     }
 }
 
-/// A fresh shell with exarch's worker policy and the agent forms of spec
+/// A fresh shell under `ceiling`, with exarch's worker policy and the agent forms of spec
 /// §11.5: `service` (a worker the idle lease and the per-call backstop
 /// never reap), `service-handle`, and `detach` with [`DETACH_BIRTHS`]
 /// births per session. `watch` is removed (§11.5: a host whose capture
 /// ends with each call omits it); should a build still have it, its lines
 /// go to exarch's stderr rather than into the headless result.
-fn assemble_shell() -> Shell {
+fn assemble_shell(ceiling: &Capabilities) -> Shell {
     let mut shell = Shell::new();
+    shell.set_capability_ceiling(ceiling.clone());
     shell.disable_watch();
     if let Err(e) = shell.enable_agent_forms(AgentForms {
         service: true,
@@ -165,7 +171,7 @@ impl Session {
     /// Assembles a session: a fresh shell, the binding lease armed, the
     /// first durable snapshot taken.
     pub fn new(cfg: SessionConfig) -> Session {
-        let mut shell = assemble_shell();
+        let mut shell = assemble_shell(&cfg.ceiling);
         shell.arm_binding_lease(BindingLease::idle_turns(cfg.binding_idle_calls));
         let durable = shell.snapshot();
         Session {
@@ -183,7 +189,7 @@ impl Session {
     /// `/clear`: a new shell (the old one's workers are torn down as it
     /// drops), the lease re-armed, a new durable snapshot.
     pub fn clear(&mut self) {
-        let mut shell = assemble_shell();
+        let mut shell = assemble_shell(&self.cfg.ceiling);
         shell.arm_binding_lease(BindingLease::idle_turns(self.cfg.binding_idle_calls));
         self.durable = shell.snapshot();
         self.shell = shell;

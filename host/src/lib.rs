@@ -25,6 +25,8 @@
 //!   interface (`load-plugin`, `_ed-*`) an interactive host installs.
 //! - [`ide`]: what editors need (colouring from the real lexer, completion
 //!   sites and candidates, fuzzy ranking), for the REPL and `ral --lsp`.
+//! - [`profile`]: session capability profiles (`--capabilities`, §12.12),
+//!   loaded into the ceiling a [`Shell`] keeps below every turn.
 //! - [`workers`]: the per-shell worker registry and the worker builtins
 //!   (`spawn`, `await`, …, `surface`) every shell installs, and the agent
 //!   forms (`service`, `service-handle`, `detach`) a host installs with
@@ -38,6 +40,7 @@ pub mod ide;
 pub mod interactive;
 pub mod leases;
 pub mod lsp;
+pub mod profile;
 pub mod shell;
 pub mod turn;
 pub mod workers;

@@ -84,6 +84,9 @@ pub struct Shell {
     local: LocalState,
     /// The last turn's source, for rendering its runtime failures.
     last_source: Option<(SourceMap, SourceId)>,
+    /// The session's capability ceiling (`--capabilities` profiles,
+    /// §12.12): permanent layers installed below every turn's own.
+    ceiling: Capabilities,
 }
 
 /// Host-local state: never part of a snapshot, so a panic rollback does not
@@ -257,6 +260,7 @@ impl Default for Shell {
                 ambient_err: None,
             },
             last_source: None,
+            ceiling: Capabilities::root(),
         }
     }
 }
@@ -337,6 +341,7 @@ impl Shell {
             let frame = IoFrame::install(
                 &mut self.vm,
                 &self.local.workers,
+                &self.ceiling,
                 &req.caps,
                 req.io,
                 req.surface.clone(),
@@ -525,6 +530,19 @@ impl Shell {
             })
             .map(|b| b.name)
             .collect()
+    }
+
+    /// Sets the session's capability ceiling (§12.12): its layers sit
+    /// below every turn's own [`TurnRequest::caps`] and every `grant`, for
+    /// the rest of the session, so nothing later can widen it. A host sets
+    /// it once, from its session profiles, before the first turn.
+    pub fn set_capability_ceiling(&mut self, ceiling: Capabilities) {
+        self.ceiling = ceiling;
+    }
+
+    /// The session's capability ceiling.
+    pub fn capability_ceiling(&self) -> &Capabilities {
+        &self.ceiling
     }
 
     /// The scope and dynamic context.
@@ -774,9 +792,11 @@ impl Shell {
         self.vm.mobile.scope.checkpoint();
         let context = self.vm.mobile.context.clone();
         let (ran, captured) = {
+            // The session's ceiling confines hooks and handlers too.
             let frame = IoFrame::install(
                 &mut self.vm,
                 &self.local.workers,
+                &self.ceiling,
                 &Capabilities::default(),
                 io,
                 None,
@@ -884,11 +904,13 @@ impl<'v> IoFrame<'v> {
     fn install(
         vm: &'v mut Vm,
         workers: &'v WorkerRegistry,
+        ceiling: &Capabilities,
         caps: &Capabilities,
         io: TurnIo,
         surface: Option<SurfaceSink>,
     ) -> IoFrame<'v> {
         let grants = (vm.grants.len(), vm.base_grants);
+        vm.grants.extend(ceiling.layers().iter().cloned());
         vm.grants.extend(caps.layers().iter().cloned());
         vm.base_grants = vm.grants.len();
         let saved = match io {
@@ -1199,6 +1221,9 @@ pub fn runtime_diagnostic(f: &Failure, sources: &SourceMap, id: SourceId) -> Opt
         };
         diag = diag.with_note(note);
     }
+    if let Some(hint) = &f.hint {
+        diag = diag.with_help(hint.clone());
+    }
     Some(diag)
 }
 
@@ -1212,7 +1237,10 @@ pub fn render_failure(f: &Failure, shell: &Shell, color: Color) -> String {
         .and_then(|(sources, id)| Some((runtime_diagnostic(f, sources, id)?, sources)))
     {
         Some((d, sources)) => render(&d, sources, color),
-        None => format!("error[{}]: {f}\n", Code::RuntimeFailure),
+        None => match &f.hint {
+            Some(hint) => format!("error[{}]: {f}\nhelp: {hint}\n", Code::RuntimeFailure),
+            None => format!("error[{}]: {f}\n", Code::RuntimeFailure),
+        },
     };
     // A module's own diagnostics (§10.4) follow the failure's.
     if let Some(detail) = &f.detail {

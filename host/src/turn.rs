@@ -138,6 +138,12 @@ impl Capabilities {
     pub fn layers(&self) -> &[Arc<Layer>] {
         &self.layers
     }
+
+    /// What these layers let a started program do, in a few words (the
+    /// OS sandbox's own summary; empty when nothing confines).
+    pub fn describe(&self) -> String {
+        ral_vm::sandbox::describe(&self.layers)
+    }
 }
 
 /// One turn's policy. Build it with [`TurnRequest::new`] and set the fields

@@ -189,6 +189,8 @@ codes! {
     AmbiguousIndex = "ambiguous-index", Type, Error, "nothing decides whether a computed index reads a list or a map";
     /// A top-level `let` hides a prelude function or builtin.
     PreludeShadow = "prelude-shadow", Type, Warning, "a top-level binding hides a prelude function or builtin";
+    /// A capability profile's return is not a capability record (§12.12).
+    CapabilityProfile = "capability-profile", Type, Error, "a capability profile must return a capability record or `()`";
 
     // ---- runtime (spec §8.5, §16.3) ----
     /// A failure no handler caught ended the program.

@@ -24,15 +24,30 @@
 //!   allowed.
 //! - **shell.chdir** (`cd`), **detach** (birth of surrendered processes).
 //!
-//! Not done here (deviation, spec/deviations.md): the OS sandbox (§12.11)
-//! that confines what spawned programs do themselves, `net` enforcement
-//! (which only a sandbox can provide, so a `net: false` layer refuses every
-//! external launch rather than running it online), and the editor gates
-//! (there is no line-editor interface to gate).
+//! - **the admitted-directory rule** (§12.10): under an `fs` layer, a
+//!   directory some `exec` key admits is read-only to a `write` prefix that
+//!   strictly contains it; a `write` prefix named at or inside the admitted
+//!   directory states the intent and keeps it writable.
+//!
+//! The second layer (§12.10, §12.11), the OS sandbox that confines what a
+//! started program does itself, is [`crate::sandbox`]: it reads the same
+//! decoded stack through [`fs_verdict`], [`exec_verdict`] and
+//! [`admitted_dirs`], so the two layers cannot disagree about a path. `net`
+//! is the sandbox's alone (ral has no network primitive of its own).
 //!
 //! Paths in a grant must be absolute after sigil expansion (`~`, `cwd:`,
 //! `tempdir:`, `xdg:config|data|cache|state|runtime`, `gitdir:`); relative
-//! paths are rejected. Everything is frozen when the grant is decoded.
+//! paths are rejected. Everything is frozen when the grant is decoded:
+//! sigils, `.` and `..`, and symlinks (each prefix is stored as its real
+//! path). `gitdir:` refuses a `.git` pointer file that its Git directory
+//! does not name back (a linked worktree's `gitdir` file, a separate Git
+//! directory's `core.worktree`), since the pointer lies inside the tree a
+//! grant confines and could otherwise aim anywhere. A path rooted for
+//! another operating-system family (`C:\…`, `\\server\…`) is a dead entry
+//! that matches nothing, so one profile can carry host-specific entries.
+//!
+//! A host may give a layer a [`Layer::label`] (a session profile's name);
+//! a denial by that layer names it.
 
 use std::path::{Path, PathBuf};
 
@@ -79,6 +94,76 @@ pub struct Layer {
     pub net: Option<bool>,
     pub detach: Option<bool>,
     pub chdir: Option<bool>,
+    /// What a denial by this layer is attributed to (`profile
+    /// \`confined\``); `None` for an inline `grant`.
+    pub label: Option<std::sync::Arc<str>>,
+}
+
+impl Layer {
+    /// This layer attributed to `label` in denials.
+    pub fn labelled(mut self, label: impl Into<std::sync::Arc<str>>) -> Layer {
+        self.label = Some(label.into());
+        self
+    }
+
+    /// Whether the OS sandbox has something to enforce for this layer
+    /// (`fs`, `exec` or `net: false`).
+    pub fn confines(&self) -> bool {
+        self.fs.is_some() || self.exec.is_some() || self.net == Some(false)
+    }
+}
+
+impl ExecPolicy {
+    /// Real files admitted by a literal key (allow or subcommands).
+    pub fn admitted_files(&self) -> impl Iterator<Item = &Path> {
+        self.literals
+            .iter()
+            .filter(|l| l.rule != Rule::Deny)
+            .filter_map(|l| l.real.as_deref())
+    }
+
+    /// Real files denied by a literal key that names a file.
+    pub fn denied_files(&self) -> impl Iterator<Item = &Path> {
+        self.literals
+            .iter()
+            .filter(|l| l.rule == Rule::Deny)
+            .filter_map(|l| l.real.as_deref())
+    }
+
+    /// The directory keys: real directory, allow?
+    pub fn dirs(&self) -> &[(PathBuf, bool)] {
+        &self.dirs
+    }
+
+    /// Whether some literal denial vetoes a file name anywhere.
+    pub fn has_vetoes(&self) -> bool {
+        self.literals.iter().any(|l| l.rule == Rule::Deny)
+    }
+}
+
+impl FsPolicy {
+    /// Every prefix the policy names (read, write, deny).
+    pub fn prefixes(&self) -> impl Iterator<Item = &Path> {
+        self.read
+            .iter()
+            .flatten()
+            .chain(self.write.iter().flatten())
+            .chain(self.deny.iter())
+            .map(PathBuf::as_path)
+    }
+
+    /// The `deny` carve-outs.
+    pub fn deny(&self) -> &[PathBuf] {
+        &self.deny
+    }
+
+    /// The `read` and `write` prefixes.
+    pub fn lists(&self) -> (&[PathBuf], &[PathBuf]) {
+        (
+            self.read.as_deref().unwrap_or_default(),
+            self.write.as_deref().unwrap_or_default(),
+        )
+    }
 }
 
 /// A filesystem operation.
@@ -116,8 +201,16 @@ pub fn decode(v: &Value, env: &DecodeEnv<'_>) -> Result<Layer, Failure> {
             "detach" => layer.detach = Some(bool_field(val, "detach")?),
             "shell" => {
                 let Value::Record(s) = val else {
-                    return Err(bad("shell must be a record"));
+                    return Err(bad("shell must be a record: [chdir: Bool]"));
                 };
+                for (k, _) in s.iter() {
+                    if k.as_str() != "chdir" {
+                        return Err(bad(format!(
+                            "unknown shell field `{}` (the field is chdir)",
+                            k.as_str()
+                        )));
+                    }
+                }
                 // A present structured field defaults restrictive.
                 layer.chdir = Some(match s.get("chdir") {
                     Some(b) => bool_field(b, "shell.chdir")?,
@@ -125,11 +218,29 @@ pub fn decode(v: &Value, env: &DecodeEnv<'_>) -> Result<Layer, Failure> {
                 });
             }
             "editor" => {
-                if !matches!(val, Value::Record(_)) {
-                    return Err(bad("editor must be a record"));
+                // There is no line-editor interface to gate yet; the record
+                // is still decoded strictly, so a misspelling is caught.
+                let Value::Record(e) = val else {
+                    return Err(bad("editor must be a record: [read: Bool, write: Bool, tui: Bool]"));
+                };
+                for (k, v) in e.iter() {
+                    match k.as_str() {
+                        "read" | "write" | "tui" => {
+                            bool_field(v, &format!("editor.{}", k.as_str()))?;
+                        }
+                        other => {
+                            return Err(bad(format!(
+                                "unknown editor field `{other}` (the fields are read, write and tui)"
+                            )))
+                        }
+                    }
                 }
             }
-            other => return Err(bad(format!("unknown capability field `{other}`"))),
+            other => {
+                return Err(bad(format!(
+                    "unknown capability field `{other}` (the fields are exec, fs, net, detach, editor and shell)"
+                )))
+            }
         }
     }
     Ok(layer)
@@ -164,7 +275,19 @@ fn decode_exec(v: &Value, env: &DecodeEnv<'_>) -> Result<ExecPolicy, Failure> {
                 if items.is_empty() {
                     return Err(bad(format!("exec subcommand list for `{key}` is empty")));
                 }
-                Rule::Sub(items.iter().map(crate::display::to_text).collect())
+                let mut subs = Vec::with_capacity(items.len());
+                for i in items.iter() {
+                    match i {
+                        Value::Str(s) => subs.push(s.as_str().to_owned()),
+                        other => {
+                            return Err(bad(format!(
+                                "exec subcommands for `{key}` must be strings, not a {}",
+                                other.kind_name()
+                            )))
+                        }
+                    }
+                }
+                Rule::Sub(subs)
             }
             other => {
                 return Err(bad(format!(
@@ -201,6 +324,9 @@ fn decode_exec(v: &Value, env: &DecodeEnv<'_>) -> Result<ExecPolicy, Failure> {
             for d in ["/bin", "/sbin", "/usr/bin", "/usr/sbin", "/usr/local/bin"] {
                 p.dirs.push((real(Path::new(d)), allow));
             }
+        } else if is_foreign(key) {
+            // Rooted for another operating-system family: a dead key.
+            continue;
         } else if key.ends_with('/') {
             let allow = dir_rule(&rule)?;
             let d = expand(key, env)?;
@@ -232,11 +358,22 @@ fn decode_fs(v: &Value, env: &DecodeEnv<'_>) -> Result<FsPolicy, Failure> {
     let list = |name: &str| -> Result<Option<Vec<PathBuf>>, Failure> {
         match r.get(name) {
             None => Ok(None),
-            Some(Value::List(items)) => items
-                .iter()
-                .map(|i| expand(&crate::display::to_text(i), env).map(|p| real(&p)))
-                .collect::<Result<Vec<_>, _>>()
-                .map(Some),
+            Some(Value::List(items)) => {
+                let mut out = Vec::with_capacity(items.len());
+                for i in items.iter() {
+                    let Value::Str(text) = i else {
+                        return Err(bad(format!(
+                            "fs {name} entries must be path strings, not a {}",
+                            i.kind_name()
+                        )));
+                    };
+                    if is_foreign(text) {
+                        continue;
+                    }
+                    out.push(real(&expand(text, env)?));
+                }
+                Ok(Some(out))
+            }
             Some(other) => Err(bad(format!(
                 "fs {name} must be a list of paths, not a {}",
                 other.kind_name()
@@ -253,6 +390,17 @@ fn decode_fs(v: &Value, env: &DecodeEnv<'_>) -> Result<FsPolicy, Failure> {
         write: Some(list("write")?.unwrap_or_default()),
         deny: list("deny")?.unwrap_or_default(),
     })
+}
+
+/// Whether `p` is rooted for another operating-system family: a drive
+/// letter (`C:\\`, `C:/`) or a UNC path (`\\\\server\\share`).
+fn is_foreign(p: &str) -> bool {
+    let b = p.as_bytes();
+    let drive = b.len() >= 3
+        && b[0].is_ascii_alphabetic()
+        && b[1] == b':'
+        && (b[2] == b'\\' || b[2] == b'/');
+    drive || p.starts_with("\\\\")
 }
 
 /// Expands a grant path's sigil; the result must be absolute.
@@ -283,7 +431,7 @@ fn expand(p: &str, env: &DecodeEnv<'_>) -> Result<PathBuf, Failure> {
             .unwrap_or_else(|| "/tmp".into());
         join(PathBuf::from(t), rest)
     } else if let Some(rest) = p.strip_prefix("gitdir:") {
-        join(git_dir(env.cwd), rest)
+        join(git_dir(env.cwd)?, rest)
     } else if let Some(rest) = p.strip_prefix("xdg:") {
         let (name, sub) = rest.split_once('/').unwrap_or((rest, ""));
         let (var, default) = match name {
@@ -318,25 +466,121 @@ fn expand(p: &str, env: &DecodeEnv<'_>) -> Result<PathBuf, Failure> {
     Ok(crate::runtime::normalize(&out))
 }
 
-/// The enclosing repository's `.git` directory, or `cwd` outside one.
-fn git_dir(cwd: &Path) -> PathBuf {
+/// The enclosing repository's real Git directory, or `cwd` outside one.
+///
+/// A `.git` directory is the Git directory. A `.git` file (`gitdir: X`)
+/// points elsewhere, and since it lies inside the tree a grant confines, its
+/// word alone is not trusted: the directory it names must name this working
+/// tree back, through its `gitdir` file (a linked worktree) or its
+/// `core.worktree` setting (a separate Git directory, a submodule).
+fn git_dir(cwd: &Path) -> Result<PathBuf, Failure> {
     let mut d = Some(cwd);
     while let Some(dir) = d {
         let g = dir.join(".git");
         if g.is_dir() {
-            return real(&g);
+            return Ok(real(&g));
         }
         if g.is_file() {
-            if let Ok(text) = std::fs::read_to_string(&g) {
-                if let Some(rest) = text.trim().strip_prefix("gitdir:") {
-                    let p = PathBuf::from(rest.trim());
-                    return real(&if p.is_absolute() { p } else { dir.join(p) });
-                }
-            }
+            return pointed_git_dir(dir, &g);
         }
         d = dir.parent();
     }
-    cwd.to_path_buf()
+    Ok(cwd.to_path_buf())
+}
+
+/// The Git directory a `.git` file at `pointer` (in working tree `tree`)
+/// names, when that directory claims the tree back.
+fn pointed_git_dir(tree: &Path, pointer: &Path) -> Result<PathBuf, Failure> {
+    let unclaimed = |why: &str| {
+        bad(format!(
+            "gitdir: {} is a `.git` pointer file no Git directory claims ({why})",
+            pointer.display()
+        ))
+    };
+    let text = std::fs::read_to_string(pointer).map_err(|e| unclaimed(&e.to_string()))?;
+    let named = text
+        .lines()
+        .next()
+        .and_then(|l| l.strip_prefix("gitdir:"))
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+        .ok_or_else(|| unclaimed("it has no `gitdir:` line"))?;
+    let named = PathBuf::from(named);
+    let gitdir = real(&if named.is_absolute() {
+        named
+    } else {
+        tree.join(named)
+    });
+    if !gitdir.is_dir() {
+        return Err(unclaimed(&format!(
+            "{} is not a directory",
+            gitdir.display()
+        )));
+    }
+    let tree_real = real(tree);
+    // A linked worktree: `<gitdir>/gitdir` names this tree's `.git` file.
+    if let Ok(back) = std::fs::read_to_string(gitdir.join("gitdir")) {
+        let back = PathBuf::from(back.trim());
+        let back = if back.is_absolute() {
+            back
+        } else {
+            gitdir.join(back)
+        };
+        if real(&back) == real(pointer) {
+            return Ok(gitdir);
+        }
+    }
+    // A separate Git directory or a submodule: `core.worktree` names the
+    // tree (relative to the Git directory when relative).
+    if let Some(wt) = std::fs::read_to_string(gitdir.join("config"))
+        .ok()
+        .and_then(|c| core_worktree(&c))
+    {
+        let wt = PathBuf::from(wt);
+        let wt = if wt.is_absolute() {
+            wt
+        } else {
+            gitdir.join(wt)
+        };
+        if real(&wt) == tree_real {
+            return Ok(gitdir);
+        }
+    }
+    Err(unclaimed(&format!(
+        "{} names no working tree at {}",
+        gitdir.display(),
+        tree_real.display()
+    )))
+}
+
+/// The `worktree` key of the `[core]` section of a Git config file.
+fn core_worktree(config: &str) -> Option<String> {
+    let mut in_core = false;
+    for line in config.lines() {
+        let line = line.trim();
+        if line.starts_with('[') {
+            in_core = line
+                .trim_start_matches('[')
+                .trim_end_matches(']')
+                .trim()
+                .eq_ignore_ascii_case("core");
+            continue;
+        }
+        if !in_core {
+            continue;
+        }
+        if let Some((k, v)) = line.split_once('=') {
+            if k.trim().eq_ignore_ascii_case("worktree") {
+                let v = v.trim();
+                let v = v
+                    .strip_prefix('"')
+                    .and_then(|v| v.strip_suffix('"'))
+                    .unwrap_or(v);
+                return Some(v.to_owned());
+            }
+        }
+    }
+    None
 }
 
 /// The symlink-resolved path; for a path that does not exist yet, its
@@ -363,16 +607,157 @@ pub fn real(p: &Path) -> PathBuf {
     crate::runtime::normalize(p)
 }
 
+/// Whether `p` is `prefix` or lies beneath it. Both are normalised
+/// absolute paths (real paths, or `real`'s output), so comparing bytes at a
+/// component boundary is the same as `Path::starts_with`, and much cheaper
+/// on the sandbox's hot path.
+pub fn under(p: &Path, prefix: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let (p, pre) = (p.as_os_str().as_bytes(), prefix.as_os_str().as_bytes());
+    p.starts_with(pre)
+        && (p.len() == pre.len() || pre.ends_with(b"/") || p.get(pre.len()) == Some(&b'/'))
+}
+
+/// Whether two normalised absolute paths are the same path: their bytes
+/// are equal (cheaper than `Path`'s component-wise `==`).
+pub fn same(a: &Path, b: &Path) -> bool {
+    a.as_os_str() == b.as_os_str()
+}
+
+/// The byte order of two paths: a path sorts before everything beneath it.
+pub fn byte_order(a: &Path, b: &Path) -> std::cmp::Ordering {
+    use std::os::unix::ffi::OsStrExt;
+    a.as_os_str().as_bytes().cmp(b.as_os_str().as_bytes())
+}
+
 fn file_name(p: &Path) -> String {
     p.file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default()
 }
 
-fn denied(what: String) -> Failure {
-    let mut f = Failure::new(126, format!("denied by grant: {what}"), Reason::NotRunnable);
+/// Which layer refused, for the message: ` (profile `x`)` or nothing.
+fn by(layer: &Layer) -> String {
+    match &layer.label {
+        Some(l) => format!(" ({l})"),
+        None => String::new(),
+    }
+}
+
+/// The failure for an `exec` denial. (Audit, §12.7: when a trail is open,
+/// every exec and ral-owned fs denial becomes a `check` observation; this
+/// and the fs denial in [`check_fs`] are the two places it is recorded.)
+fn denied(what: String, layer: &Layer) -> Failure {
+    let mut f = Failure::new(
+        126,
+        format!("denied by grant: {what}{}", by(layer)),
+        Reason::NotRunnable,
+    );
     f.cmd = None;
     f
+}
+
+/// Why an `exec` layer refused a program.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ExecDenial {
+    /// A literal denial vetoes the file's name (or the name it was run as).
+    Vetoed,
+    /// A literal key names the file and denies it.
+    Denied,
+    /// The first argument is not among the admitted subcommands.
+    Subcommand(Vec<String>),
+    /// The deepest covering directory key denies it.
+    DeniedDirectory,
+    /// No key admits it.
+    NotAdmitted,
+}
+
+/// How one layer judges running the real file `real_prog` (file name
+/// `fname`) invoked as `name`. `args` is `None` for the OS sandbox, which
+/// cannot see arguments: a subcommand list then admits the file.
+pub fn exec_verdict_layer(
+    p: &ExecPolicy,
+    real_prog: &Path,
+    fname: &str,
+    name: &str,
+    args: Option<&[String]>,
+) -> Result<(), ExecDenial> {
+    // 1. Vetoes: a literal denial, by file name, any case.
+    let fname_l = fname.to_lowercase();
+    let name_l = name.to_lowercase();
+    let vetoed = p.literals.iter().any(|l| {
+        l.rule == Rule::Deny && {
+            let k = l.key.to_lowercase();
+            (!fname_l.is_empty() && k == fname_l) || (!name_l.is_empty() && k == name_l)
+        }
+    });
+    if vetoed {
+        return Err(ExecDenial::Vetoed);
+    }
+    // 2. Literal keys naming this file.
+    let mut named = false;
+    for l in p
+        .literals
+        .iter()
+        .filter(|l| l.real.as_deref().is_some_and(|r| same(r, real_prog)))
+    {
+        named = true;
+        match &l.rule {
+            Rule::Allow => {}
+            Rule::Deny => return Err(ExecDenial::Denied),
+            Rule::Sub(list) => match args {
+                None => {}
+                Some(args) => match args.first() {
+                    Some(a) if list.iter().any(|s| s == a) => {}
+                    _ => return Err(ExecDenial::Subcommand(list.clone())),
+                },
+            },
+        }
+    }
+    if named {
+        return Ok(());
+    }
+    // 3. The deepest covering directory; equal depth: deny wins.
+    match deepest_dir(p, real_prog) {
+        Some(true) => Ok(()),
+        Some(false) => Err(ExecDenial::DeniedDirectory),
+        None => Err(ExecDenial::NotAdmitted),
+    }
+}
+
+/// The verdict of the deepest directory key covering `path` (allow?), the
+/// equal-depth meet being deny.
+fn deepest_dir(p: &ExecPolicy, path: &Path) -> Option<bool> {
+    let mut best: Option<(usize, bool)> = None;
+    for (d, allow) in &p.dirs {
+        if under(path, d) {
+            let depth = d.components().count();
+            best = match best {
+                Some((bd, ba)) if bd > depth => Some((bd, ba)),
+                Some((bd, ba)) if bd == depth => Some((bd, ba && *allow)),
+                _ => Some((depth, *allow)),
+            };
+        }
+    }
+    best.map(|(_, a)| a)
+}
+
+/// The first layer that refuses running `real_prog`, with its reason
+/// (`None`: every layer admits it). See [`exec_verdict_layer`].
+pub fn exec_verdict<'l>(
+    layers: &'l [std::sync::Arc<Layer>],
+    real_prog: &Path,
+    fname: &str,
+    name: &str,
+    args: Option<&[String]>,
+) -> Option<(&'l Layer, ExecDenial)> {
+    for layer in layers {
+        let Some(p) = &layer.exec else { continue };
+        if let Err(d) = exec_verdict_layer(p, real_prog, fname, name, args) {
+            return Some((layer, d));
+        }
+    }
+    None
 }
 
 /// Whether `layers` admit running `program` (already found) as `name`
@@ -383,86 +768,84 @@ pub fn check_exec(
     program: &Path,
     args: &[String],
 ) -> Result<(), Failure> {
-    if layers
-        .iter()
-        .all(|l| l.exec.is_none() && l.net != Some(false))
-    {
+    if layers.iter().all(|l| l.exec.is_none()) {
         return Ok(());
     }
     let real_prog = real(program);
     let fname = file_name(&real_prog);
-    let shown = || {
-        let mut s = name.to_owned();
-        if let Some(a) = args.first() {
-            s.push(' ');
-            s.push_str(a);
-        }
-        s
+    let Some((layer, why)) = exec_verdict(layers, &real_prog, &fname, name, Some(args)) else {
+        return Ok(());
     };
-    for layer in layers {
-        if layer.net == Some(false) {
-            return Err(denied(format!(
-                "`{name}`: net: false cannot be enforced on this host, so no program may run"
-            )));
-        }
-        let Some(p) = &layer.exec else { continue };
-        // 1. Vetoes: a literal denial, by file name, any case.
-        let vetoed = p.literals.iter().any(|l| {
-            l.rule == Rule::Deny
-                && (l.key.to_lowercase() == fname.to_lowercase()
-                    || l.key.to_lowercase() == name.to_lowercase())
-        });
-        if vetoed {
-            return Err(denied(format!("`{name}` is denied")));
-        }
-        // 2. Literal keys naming this file.
-        let lits: Vec<&Literal> = p
-            .literals
-            .iter()
-            .filter(|l| l.real.as_deref() == Some(real_prog.as_path()))
-            .collect();
-        if !lits.is_empty() {
-            for l in lits {
-                match &l.rule {
-                    Rule::Allow => {}
-                    Rule::Deny => return Err(denied(format!("`{name}` is denied"))),
-                    Rule::Sub(list) => match args.first() {
-                        Some(a) if list.iter().any(|s| s == a) => {}
-                        _ => {
-                            return Err(denied(format!(
-                                "`{}` is not among the admitted subcommands of `{name}` ({})",
-                                shown(),
-                                list.join(", ")
-                            )))
-                        }
-                    },
-                }
+    let what = match why {
+        ExecDenial::Vetoed | ExecDenial::Denied => format!("`{name}` is denied"),
+        ExecDenial::Subcommand(list) => {
+            let mut shown = name.to_owned();
+            if let Some(a) = args.first() {
+                shown.push(' ');
+                shown.push_str(a);
             }
-            continue;
+            format!(
+                "`{shown}` is not among the admitted subcommands of `{name}` ({})",
+                list.join(", ")
+            )
         }
-        // 3. The deepest covering directory; equal depth: deny wins.
-        let mut best: Option<(usize, bool)> = None;
+        ExecDenial::DeniedDirectory => format!("`{name}` is in a denied directory"),
+        ExecDenial::NotAdmitted => format!("`{name}` is not admitted by the exec grant"),
+    };
+    Err(denied(what, layer))
+}
+
+/// Every directory an `exec` key of some layer admits (§12.10: under a
+/// restricted `fs` these are read-only to a broader `write` prefix).
+pub fn admitted_dirs(layers: &[std::sync::Arc<Layer>]) -> Vec<&Path> {
+    let mut out: Vec<&Path> = Vec::new();
+    for l in layers {
+        let Some(p) = &l.exec else { continue };
         for (d, allow) in &p.dirs {
-            if real_prog.starts_with(d) {
-                let depth = d.components().count();
-                best = match best {
-                    Some((bd, ba)) if bd > depth => Some((bd, ba)),
-                    Some((bd, ba)) if bd == depth => Some((bd, ba && *allow)),
-                    _ => Some((depth, *allow)),
-                };
-            }
-        }
-        match best {
-            Some((_, true)) => {}
-            Some((_, false)) => return Err(denied(format!("`{name}` is in a denied directory"))),
-            None => {
-                return Err(denied(format!(
-                    "`{name}` is not admitted by the exec grant"
-                )))
+            if *allow && !out.contains(&d.as_path()) {
+                out.push(d);
             }
         }
     }
-    Ok(())
+    out
+}
+
+/// The first layer that refuses `op` on the real path `p` (`None`: every
+/// layer with an `fs` map allows it). `admitted` is [`admitted_dirs`] of
+/// the same stack. The discard device is not special here; see
+/// [`check_fs`].
+pub fn fs_verdict<'l>(
+    layers: &'l [std::sync::Arc<Layer>],
+    admitted: &[&Path],
+    op: FsOp,
+    p: &Path,
+) -> Option<&'l Layer> {
+    for layer in layers {
+        let Some(fs) = &layer.fs else { continue };
+        if fs.deny.iter().any(|d| under(p, d)) {
+            return Some(layer);
+        }
+        let ok = match op {
+            FsOp::Read => fs
+                .read
+                .as_ref()
+                .is_some_and(|list| list.iter().any(|a| under(p, a))),
+            // A write prefix reaches `p` unless an admitted directory lies
+            // strictly inside the prefix and holds `p` (§12.10).
+            FsOp::Write => fs.write.as_ref().is_some_and(|list| {
+                list.iter().any(|w| {
+                    under(p, w)
+                        && !admitted
+                            .iter()
+                            .any(|d| under(d, w) && !same(d, w) && under(p, d))
+                })
+            }),
+        };
+        if !ok {
+            return Some(layer);
+        }
+    }
+    None
 }
 
 /// Whether `layers` admit `op` on `path` (absolute).
@@ -471,46 +854,55 @@ pub fn check_fs(layers: &[std::sync::Arc<Layer>], op: FsOp, path: &Path) -> Resu
         return Ok(());
     }
     let p = real(path);
-    let verb = match op {
-        FsOp::Read => "read",
-        FsOp::Write => "write",
-    };
-    for layer in layers {
-        let Some(fs) = &layer.fs else { continue };
-        if fs.deny.iter().any(|d| p.starts_with(d)) {
-            return Err(fs_denied(verb, &p));
-        }
-        let allowed = match op {
-            FsOp::Read => &fs.read,
-            FsOp::Write => &fs.write,
-        };
-        let ok = allowed
-            .as_ref()
-            .is_some_and(|list| list.iter().any(|a| p.starts_with(a)));
-        if !ok {
-            return Err(fs_denied(verb, &p));
+    let admitted = admitted_dirs(layers);
+    match fs_verdict(layers, &admitted, op, &p) {
+        None => Ok(()),
+        Some(layer) => {
+            // Audit (§12.7): an open trail records this denial here.
+            let verb = match op {
+                FsOp::Read => "read",
+                FsOp::Write => "write",
+            };
+            Err(Failure::error(format!(
+                "denied by grant: {verb} {}{}",
+                p.display(),
+                by(layer)
+            )))
         }
     }
-    Ok(())
-}
-
-fn fs_denied(verb: &str, p: &Path) -> Failure {
-    Failure::error(format!("denied by grant: {verb} {}", p.display()))
 }
 
 /// Whether `cd` is allowed.
 pub fn check_chdir(layers: &[std::sync::Arc<Layer>]) -> Result<(), Failure> {
-    if layers.iter().any(|l| l.chdir == Some(false)) {
-        return Err(Failure::error(
-            "denied by grant: cd (shell: [chdir: false])",
-        ));
+    match layers.iter().find(|l| l.chdir == Some(false)) {
+        Some(layer) => Err(Failure::error(format!(
+            "denied by grant: cd (shell: [chdir: false]){}",
+            by(layer)
+        ))),
+        None => Ok(()),
     }
-    Ok(())
 }
 
 /// Whether a surrendered (detached) process may be born.
 pub fn may_detach(layers: &[std::sync::Arc<Layer>]) -> bool {
     !layers.iter().any(|l| l.detach == Some(false))
+}
+
+/// Decodes a session profile's terminal value (§12.12): a capability
+/// record, decoded as `grant` decodes one, or `()` for a profile with
+/// nothing to set (the lattice top).
+pub fn decode_profile(v: &Value, env: &DecodeEnv<'_>) -> Result<Layer, Failure> {
+    match v {
+        Value::Unit => Ok(Layer::default()),
+        Value::Record(_) => decode(v, env),
+        Value::List(items) if items.is_empty() => Err(bad(
+            "a profile returned `[]`, the empty list; return `()` for a profile with nothing to set",
+        )),
+        other => Err(bad(format!(
+            "a profile must return a capability record (or `()`), not a {}",
+            other.kind_name()
+        ))),
+    }
 }
 
 /// A layer from a record, for hosts building profiles in Rust.
@@ -520,6 +912,8 @@ pub fn layer_of(r: Record, env: &DecodeEnv<'_>) -> Result<Layer, Failure> {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
+
     use super::*;
     use std::sync::Arc;
 
@@ -639,5 +1033,168 @@ mod tests {
         assert!(check_chdir(&stack).is_err());
         assert!(!may_detach(&stack));
         assert!(may_detach(&stack[..1]));
+    }
+
+    fn gitdir_of(cwd: &Path) -> Result<PathBuf, Failure> {
+        let l = decode(
+            &rec(vec![("fs", rec(vec![("read", strs(&["gitdir:"]))]))]),
+            &env_of(cwd),
+        )?;
+        Ok(l.fs.unwrap().read.unwrap().remove(0))
+    }
+
+    #[test]
+    fn gitdir_follows_only_a_pointer_its_git_directory_claims() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        // A plain repository: `.git` is the directory.
+        std::fs::create_dir_all(root.join("repo/.git")).unwrap();
+        std::fs::create_dir_all(root.join("repo/src")).unwrap();
+        assert_eq!(
+            gitdir_of(&root.join("repo/src")).unwrap(),
+            root.join("repo/.git")
+        );
+        // Outside any repository: the working directory.
+        std::fs::create_dir_all(root.join("plain")).unwrap();
+        assert_eq!(gitdir_of(&root.join("plain")).unwrap(), root.join("plain"));
+        // A linked worktree: its Git directory names the pointer back.
+        let wt_git = root.join("repo/.git/worktrees/wt");
+        std::fs::create_dir_all(&wt_git).unwrap();
+        std::fs::create_dir_all(root.join("wt")).unwrap();
+        std::fs::write(
+            root.join("wt/.git"),
+            format!("gitdir: {}\n", wt_git.display()),
+        )
+        .unwrap();
+        std::fs::write(
+            wt_git.join("gitdir"),
+            format!("{}\n", root.join("wt/.git").display()),
+        )
+        .unwrap();
+        assert_eq!(gitdir_of(&root.join("wt")).unwrap(), wt_git);
+        // A separate Git directory: its core.worktree names the tree.
+        std::fs::create_dir_all(root.join("sep.git")).unwrap();
+        std::fs::create_dir_all(root.join("sep")).unwrap();
+        std::fs::write(root.join("sep/.git"), "gitdir: ../sep.git\n").unwrap();
+        std::fs::write(
+            root.join("sep.git/config"),
+            format!(
+                "[core]\n\tbare = false\n\tworktree = {}\n",
+                root.join("sep").display()
+            ),
+        )
+        .unwrap();
+        assert_eq!(gitdir_of(&root.join("sep")).unwrap(), root.join("sep.git"));
+        // An unclaimed pointer: aimed at a directory that does not name
+        // this tree (here, someone else's secrets).
+        std::fs::create_dir_all(root.join("secrets")).unwrap();
+        std::fs::create_dir_all(root.join("evil")).unwrap();
+        std::fs::write(
+            root.join("evil/.git"),
+            format!("gitdir: {}\n", root.join("secrets").display()),
+        )
+        .unwrap();
+        let err = gitdir_of(&root.join("evil")).unwrap_err();
+        assert!(
+            err.message.contains("no Git directory claims"),
+            "{}",
+            err.message
+        );
+        // A pointer claimed by a different tree is unclaimed here.
+        std::fs::create_dir_all(root.join("other")).unwrap();
+        std::fs::write(
+            root.join("other/.git"),
+            format!("gitdir: {}\n", wt_git.display()),
+        )
+        .unwrap();
+        assert!(gitdir_of(&root.join("other")).is_err());
+    }
+
+    #[test]
+    fn paths_rooted_for_another_family_are_dead_entries() {
+        let cwd = PathBuf::from("/");
+        let l = decode(
+            &rec(vec![
+                (
+                    "fs",
+                    rec(vec![(
+                        "read",
+                        strs(&["C:\\Users\\me", "\\\\srv\\share", "/usr"]),
+                    )]),
+                ),
+                ("exec", rec(vec![("C:/tools/", Value::str("allow"))])),
+            ]),
+            &env_of(&cwd),
+        )
+        .unwrap();
+        assert_eq!(l.fs.as_ref().unwrap().read.as_ref().unwrap().len(), 1);
+        assert!(l.exec.as_ref().unwrap().dirs.is_empty());
+    }
+
+    #[test]
+    fn an_admitted_directory_is_read_only_to_a_broader_write_prefix() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        std::fs::create_dir_all(root.join("opt/tools/cache")).unwrap();
+        std::fs::create_dir_all(root.join("opt/work")).unwrap();
+        let r = root.display().to_string();
+        let with_write = |writes: &[String]| {
+            let w: Vec<&str> = writes.iter().map(String::as_str).collect();
+            decode(
+                &rec(vec![
+                    ("fs", rec(vec![("read", strs(&[&r])), ("write", strs(&w))])),
+                    (
+                        "exec",
+                        rec(vec![(&format!("{r}/opt/tools/"), Value::str("allow"))]),
+                    ),
+                ]),
+                &env_of(&root),
+            )
+            .unwrap()
+        };
+        let broad = vec![Arc::new(with_write(&[format!("{r}/opt")]))];
+        assert!(check_fs(&broad, FsOp::Write, &root.join("opt/work/f")).is_ok());
+        assert!(check_fs(&broad, FsOp::Write, &root.join("opt/tools/new")).is_err());
+        assert!(check_fs(&broad, FsOp::Read, &root.join("opt/tools/new")).is_ok());
+        // A write prefix named at or inside the admitted directory states
+        // the intent.
+        let named = vec![Arc::new(with_write(&[
+            format!("{r}/opt"),
+            format!("{r}/opt/tools/cache"),
+        ]))];
+        assert!(check_fs(&named, FsOp::Write, &root.join("opt/tools/cache/x")).is_ok());
+        assert!(check_fs(&named, FsOp::Write, &root.join("opt/tools/x")).is_err());
+        let at = vec![Arc::new(with_write(&[format!("{r}/opt/tools")]))];
+        assert!(check_fs(&at, FsOp::Write, &root.join("opt/tools/x")).is_ok());
+    }
+
+    #[test]
+    fn a_labelled_layer_names_itself_in_its_denials() {
+        let cwd = PathBuf::from("/");
+        let l = decode(
+            &rec(vec![("fs", rec(vec![("read", strs(&["/usr"]))]))]),
+            &env_of(&cwd),
+        )
+        .unwrap()
+        .labelled("profile `read-only`");
+        let err = check_fs(&[Arc::new(l)], FsOp::Write, Path::new("/usr/x")).unwrap_err();
+        assert_eq!(
+            err.message,
+            "denied by grant: write /usr/x (profile `read-only`)"
+        );
+    }
+
+    #[test]
+    fn editor_and_shell_are_decoded_strictly() {
+        let cwd = PathBuf::from("/");
+        let bad_editor = rec(vec![("editor", rec(vec![("reed", Value::Bool(true))]))]);
+        assert!(decode(&bad_editor, &env_of(&cwd)).is_err());
+        let bad_shell = rec(vec![("shell", rec(vec![("cd", Value::Bool(true))]))]);
+        assert!(decode(&bad_shell, &env_of(&cwd)).is_err());
+        let ok = rec(vec![("editor", rec(vec![("read", Value::Bool(true))]))]);
+        assert!(decode(&ok, &env_of(&cwd)).is_ok());
+        assert!(decode_profile(&Value::Unit, &env_of(&cwd)).is_ok());
+        assert!(decode_profile(&Value::list(vec![]), &env_of(&cwd)).is_err());
+        assert!(decode_profile(&Value::Int(1), &env_of(&cwd)).is_err());
     }
 }

@@ -53,6 +53,9 @@ pub struct FailureInfo {
     /// rendered diagnostics when it does not compile, §10.4); never part
     /// of `message`, which is what `try` reads.
     pub detail: Option<Arc<str>>,
+    /// Advice for a person reading the diagnostic (not part of `try`'s
+    /// record): what the OS sandbox allowed a program that failed in it.
+    pub hint: Option<String>,
 }
 
 /// A failure's source position (§8.6, §13.1): the script (or the name the
@@ -210,6 +213,7 @@ impl Failure {
                 trace_elided: 0,
                 site: None,
                 detail: None,
+                hint: None,
             }),
         }
     }

@@ -16,6 +16,8 @@
 //! - [`quote`]: ral and POSIX word quoting.
 //! - [`codec`]: the byte/value codecs of §7.3 (JSON, lines, CSV, text) as
 //!   pure functions, and their [`codec::CodecError`].
+//! - [`caps`]: the capability layers and ral's own checks (§12);
+//!   [`sandbox`]: the OS sandbox that confines started programs.
 //! - [`builtins`]: the builtin functions, their calling convention ([`Ctx`],
 //!   [`BuiltinFn`]) and the registry.
 
@@ -34,6 +36,7 @@ pub mod quote;
 pub mod reach;
 mod regalloc;
 pub mod runtime;
+pub mod sandbox;
 pub mod session;
 pub mod value;
 

@@ -28,8 +28,14 @@
 //!   command, the status and reason `exited n`; death by signal `s` is
 //!   status `128 + s`, reason `signaled s`.
 //!
-//! The only `unsafe` in the VM is here: three libc calls (`poll`,
-//! `pidfd_open` through `syscall`, `kill`), each on values this module owns.
+//! - **Confinement.** A launch may carry a prepared OS sandbox
+//!   ([`crate::sandbox`]), which starts the child in a process group of its
+//!   own, so a confined child is always signalled as a group; a confined
+//!   program's failure carries the sandbox's hint.
+//!
+//! The VM's `unsafe` is here (three libc calls: `poll`, `pidfd_open`
+//! through `syscall`, `kill`, each on values this module owns) and in the
+//! sandbox's pre-exec hook (`sandbox/linux.rs`).
 
 #![allow(unsafe_code)]
 
@@ -77,6 +83,9 @@ pub struct Launch<'a> {
     pub stdout: Plan,
     pub stderr: Plan,
     pub own_group: bool,
+    /// The OS sandbox to start it in ([`crate::sandbox`]); it gives the
+    /// child a session, and so a process group, of its own.
+    pub sandbox: Option<crate::sandbox::Sandbox>,
 }
 
 /// Finds `name` in the `PATH` value `path`: the first directory holding an
@@ -228,8 +237,8 @@ pub fn run(
             cmd.stderr(stdio_for(err)?);
         }
     }
-    let launch_own_group = launch.own_group;
-    if launch_own_group {
+    let own_group = launch.own_group || launch.sandbox.is_some();
+    if own_group && launch.sandbox.is_none() {
         cmd.process_group(0);
     }
     // The cwd is checked first so a vanished directory is not reported as
@@ -240,14 +249,26 @@ pub fn run(
             launch.cwd.display()
         )));
     }
-    let spawned = cmd.spawn();
+    let (spawned, confined) = match launch.sandbox {
+        Some(sb) => {
+            let (spawned, confined) = sb.spawn(&mut cmd);
+            (spawned, Some(confined))
+        }
+        None => (cmd.spawn(), None),
+    };
     // The command holds the parent's copies of the descriptors it was
     // given; a shared pipe's write end must close here, or its reader
     // would never see the end.
     drop(cmd);
     let mut child = match spawned {
         Ok(c) => c,
-        Err(e) => return Err(spawn_error(name, &launch.program, &e)),
+        Err(e) => {
+            let f = spawn_error(name, &launch.program, &e);
+            return Err(match &confined {
+                Some(c) => c.annotate(f),
+                None => f,
+            });
+        }
     };
     let out = match shared {
         Some(r) => Some(r),
@@ -259,15 +280,7 @@ pub fn run(
     } else {
         None
     };
-    let result = wait(
-        &mut child,
-        out,
-        err,
-        cancel,
-        cause,
-        launch.own_group,
-        deliver,
-    );
+    let result = wait(&mut child, out, err, cancel, cause, own_group, deliver);
     let status = match result {
         Ok(status) => status,
         Err(f) => return Err(with_cmd(f, name)),
@@ -275,7 +288,7 @@ pub fn run(
     // A program sharing ral's terminal receives the terminal's keys itself:
     // its death by Ctrl-C or Ctrl-\ is the user cancelling the run (§8.10,
     // lent-terminal keys), not a failure of the program.
-    if !launch_own_group {
+    if !own_group {
         match status.signal() {
             Some(libc::SIGINT) => {
                 return Err(with_cmd(Failure::cancelled(Cause::Interrupted), name))
@@ -284,7 +297,10 @@ pub fn run(
             _ => {}
         }
     }
-    status_result(name, status)
+    match (status_result(name, status), &confined) {
+        (Err(f), Some(c)) => Err(c.annotate(f)),
+        (r, _) => r,
+    }
 }
 
 fn with_cmd(mut f: Failure, name: &str) -> Failure {

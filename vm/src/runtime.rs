@@ -521,6 +521,13 @@ impl Vm {
                 f
             })?;
         }
+        // The second layer (§12.10): confined by the kernel when a layer
+        // restricts fs, exec or net; refused when the kernel cannot.
+        let sandbox = crate::sandbox::prepare(&self.grants, name, &program)?;
+        let mut env = self.environment();
+        if sandbox.is_some() {
+            crate::sandbox::scrub_env(&mut env);
+        }
         let (out_plan, out_target) = self.plan(Stream::Out)?;
         let (err_plan, err_target) =
             if io::same_target(&out_target, &io::resolve(&self.io, Stream::Err)) {
@@ -539,11 +546,12 @@ impl Vm {
             program,
             args: args.into_iter().map(OsString::from).collect(),
             cwd: self.cwd(),
-            env: self.environment(),
+            env,
             stdin: self.stdin_plan()?,
             stdout: out_plan,
             stderr: err_plan,
             own_group: self.own_process_groups,
+            sandbox,
         };
         let cancel = self.mobile.context.cancel.clone();
         // Read when the cancel lands: the host stores the cause just

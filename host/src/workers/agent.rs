@@ -165,14 +165,20 @@ fn detach(reg: &Arc<WorkerRegistry>, vm: &mut Vm, args: &[Value]) -> Result<Valu
     if !vm.grants.is_empty() && program.exists() {
         ral_vm::caps::check_exec(&vm.grants, &name, &program, command_args)?;
     }
+    let sandbox = ral_vm::sandbox::prepare(&vm.grants, &name, &program)?;
+    let mut env = vm.environment();
+    if sandbox.is_some() {
+        ral_vm::sandbox::scrub_env(&mut env);
+    }
     let survivor = Survivor {
         name: &name,
         program,
         args: command_args,
         cwd: vm.cwd(),
-        env: vm.environment(),
+        env,
+        sandbox,
     };
-    let pid = reg.detach_birth(|| launch(&survivor))?;
+    let pid = reg.detach_birth(|| launch(survivor))?;
     Ok(Value::record(Record::from_entries(vec![
         ("pid".to_owned(), Value::Int(i64::from(pid))),
         ("desc".to_owned(), Value::str(desc)),

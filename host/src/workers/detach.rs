@@ -16,6 +16,10 @@
 //! `unsafe` is the pre-exec hook below.)
 //!
 //! The receipt's pid is the program's own: the child `exec`s in place.
+//!
+//! Under a grant that restricts `fs`, `exec` or `net`, the survivor is
+//! born inside the OS sandbox of that moment ([`ral_vm::sandbox`]) and keeps
+//! it for its whole life; later grants cannot widen it.
 
 use std::io::ErrorKind;
 use std::os::unix::process::CommandExt;
@@ -36,12 +40,16 @@ pub(crate) struct Survivor<'a> {
     pub args: &'a [String],
     /// The logical working directory of the caller.
     pub cwd: PathBuf,
-    /// The caller's whole environment.
+    /// The caller's whole environment (loader variables already removed
+    /// when it is confined).
     pub env: Vec<(String, String)>,
+    /// The OS sandbox of the grants at birth (§11.5, §12.6): the survivor
+    /// keeps it for life. Its hook also makes the new session.
+    pub sandbox: Option<ral_vm::sandbox::Sandbox>,
 }
 
 /// Starts `s` in a session of its own; its pid.
-pub(crate) fn launch(s: &Survivor<'_>) -> Result<u32, Failure> {
+pub(crate) fn launch(s: Survivor<'_>) -> Result<u32, Failure> {
     if !s.cwd.is_dir() {
         return Err(Failure::error(format!(
             "cannot detach {}: the working directory {} does not exist",
@@ -58,7 +66,11 @@ pub(crate) fn launch(s: &Survivor<'_>) -> Result<u32, Failure> {
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null());
-    new_session(&mut cmd);
+    match s.sandbox {
+        // The sandbox's hook calls setsid itself, before it confines.
+        Some(sb) => drop(sb.install(&mut cmd)),
+        None => new_session(&mut cmd),
+    }
     let mut child = cmd
         .spawn()
         .map_err(|e| spawn_error(s.name, &s.program, &e))?;

@@ -11,8 +11,8 @@ use std::io::{self, Write};
 use std::sync::Arc;
 
 use ral_host::{
-    render_failure, Color, Settled, Shell, SourceMap, TurnReport, TurnRequest, STATUS_PARSE,
-    STATUS_TYPE,
+    render_failure, Capabilities, Color, Settled, Shell, SourceMap, TurnReport, TurnRequest,
+    STATUS_PARSE, STATUS_TYPE,
 };
 use ral_types::CheckOptions;
 
@@ -24,8 +24,9 @@ use crate::{clamp_status, PrintWarnings, EXIT_FAILURE, EXIT_OK};
 /// cancellation has not ended it.
 const FORCE_EXIT_AT: u32 = 3;
 
-/// Runs `batch` and returns the process's exit status.
-pub fn run(batch: Batch, color: Color) -> u8 {
+/// Runs `batch` under the session ceiling `ceiling` and returns the
+/// process's exit status.
+pub fn run(batch: Batch, color: Color, ceiling: Capabilities) -> u8 {
     let (name, text) = match read_source(&batch.source) {
         Ok(read) => read,
         Err(msg) => {
@@ -36,7 +37,7 @@ pub fn run(batch: Batch, color: Color) -> u8 {
     match batch.action {
         Action::DumpAst => dump_ast(&name, &text, color),
         Action::Check => check(&name, &text, color),
-        Action::Run => execute(&name, &text, batch.args, color),
+        Action::Run => execute(&name, &text, batch.args, color, ceiling),
     }
 }
 
@@ -109,8 +110,9 @@ fn check(name: &str, text: &str, color: Color) -> u8 {
 }
 
 /// Runs the program as one turn and maps the report to a status.
-fn execute(name: &str, text: &str, args: Vec<String>, color: Color) -> u8 {
+fn execute(name: &str, text: &str, args: Vec<String>, color: Color, ceiling: Capabilities) -> u8 {
     let mut shell = Shell::default();
+    shell.set_capability_ceiling(ceiling);
     shell.set_args(Arc::from(args));
     // Without the watcher the default SIGINT disposition still ends the
     // process; the run just loses its cooperative teardown.

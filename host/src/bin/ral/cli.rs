@@ -46,6 +46,8 @@ pub struct Batch {
     /// The program's `args`.
     pub args: Vec<String>,
     pub action: Action,
+    /// `--capabilities` profiles, in order (§12.12).
+    pub capabilities: Vec<String>,
 }
 
 /// An interactive frontend (spec §15.2).
@@ -76,6 +78,8 @@ pub struct ReplOptions {
     pub login: bool,
     /// `--norc`/`--noprofile`: read no startup file.
     pub norc: bool,
+    /// `--capabilities` profiles, in order (§12.12).
+    pub capabilities: Vec<String>,
 }
 
 /// What the command line asks for.
@@ -105,6 +109,9 @@ options:
   -s             read the program from standard input (wins over -i)
   -i             start the interactive session even without a terminal
   -n, --check    parse and type-check only (needs SCRIPT or -c)
+  --capabilities A.ral[,B.ral]
+                 run the session under these capability profiles (each
+                 returns a grant record; repeatable; a bad one exits 2)
   --dump-ast     print the syntax tree to standard error (needs SCRIPT or -c)
   -l, --login    an interactive login session: read /etc/ral/profile and
                  ~/.ral_profile before the rc file
@@ -142,8 +149,21 @@ pub fn parse(args: Vec<OsString>, stdin_is_terminal: bool) -> Result<Invocation,
     let mut action = Action::Run;
     let mut source = None;
     let mut repl = ReplOptions::default();
+    let mut capabilities = Vec::new();
     while let Some(arg) = it.next() {
+        if let Some(list) = arg.strip_prefix("--capabilities=") {
+            capabilities.extend(profile_list(list)?);
+            continue;
+        }
         match arg.as_str() {
+            "--capabilities" => match it.next() {
+                Some(list) => capabilities.extend(profile_list(&list)?),
+                None => {
+                    return Err(UsageError(
+                        "--capabilities needs PROFILE[,PROFILE…]".to_owned(),
+                    ))
+                }
+            },
             "-h" | "--help" => return Ok(Invocation::Help),
             "-V" | "--version" => return Ok(Invocation::Version),
             "-c" => match it.next() {
@@ -199,14 +219,31 @@ pub fn parse(args: Vec<OsString>, stdin_is_terminal: bool) -> Result<Invocation,
         }
         Some(source) => source,
         None if force_stdin => Source::Stdin,
-        None if force_repl || stdin_is_terminal => return Ok(Invocation::Repl(repl)),
+        None if force_repl || stdin_is_terminal => {
+            return Ok(Invocation::Repl(ReplOptions {
+                capabilities,
+                ..repl
+            }))
+        }
         None => Source::Stdin,
     };
     Ok(Invocation::Batch(Batch {
         source,
         args: rest,
         action,
+        capabilities,
     }))
+}
+
+/// The profile files of one `--capabilities` value (comma-separated).
+fn profile_list(list: &str) -> Result<Vec<String>, UsageError> {
+    let files: Vec<String> = list.split(',').map(str::to_owned).collect();
+    if files.iter().any(String::is_empty) {
+        return Err(UsageError(format!(
+            "--capabilities {list:?} names an empty profile"
+        )));
+    }
+    Ok(files)
 }
 
 /// A script positional; `-` is standard input.
@@ -232,6 +269,7 @@ mod tests {
             source,
             args: args.iter().map(|s| (*s).to_owned()).collect(),
             action,
+            capabilities: Vec::new(),
         }))
     }
 
@@ -321,11 +359,39 @@ mod tests {
                 surface: Some(Surface::Minimal),
                 login: true,
                 norc: true,
+                capabilities: Vec::new(),
             }))
         );
         assert!(parse(os(&["--surface", "fancy"]), true).is_err());
         assert!(parse(os(&["--surface"]), true).is_err());
         assert_eq!(parse(os(&["--lsp"]), false), Ok(Invocation::Lsp));
+    }
+
+    #[test]
+    fn capabilities_take_a_comma_list_and_repeat() {
+        let Ok(Invocation::Batch(b)) = parse(
+            os(&[
+                "--capabilities",
+                "a.ral,b.ral",
+                "--capabilities=c.ral",
+                "s.ral",
+                "--capabilities",
+            ]),
+            true,
+        ) else {
+            panic!("not a batch")
+        };
+        assert_eq!(b.capabilities, ["a.ral", "b.ral", "c.ral"]);
+        assert_eq!(b.args, ["--capabilities"]);
+        assert_eq!(
+            parse(os(&["--capabilities", "r.ral"]), true),
+            Ok(Invocation::Repl(ReplOptions {
+                capabilities: vec!["r.ral".to_owned()],
+                ..ReplOptions::default()
+            }))
+        );
+        assert!(parse(os(&["--capabilities"]), true).is_err());
+        assert!(parse(os(&["--capabilities", "a.ral,,b.ral", "s.ral"]), true).is_err());
     }
 
     #[cfg(unix)]

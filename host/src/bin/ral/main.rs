@@ -16,9 +16,14 @@
 //! - [`repl`]: the interactive session (§15.1, §15.2).
 //! - [`interrupt`]: Ctrl-C as the foreground interrupt (§8.10).
 //!
+//! `--capabilities a.ral[,b.ral]` loads session capability profiles
+//! ([`ral_host::profile`], §12.12) before the session starts; every turn
+//! runs below them.
+//!
 //! Exit statuses (§16.3): 0 on success (1 when the program's final value is
-//! `false`, §8.1); 2 for a lexical or parse error or a bad command line
-//! (including an argument that is not UTF-8); 1 for a type error or a
+//! `false`, §8.1); 2 for a lexical or parse error, a bad command line
+//! (including an argument that is not UTF-8) or a malformed or unreadable
+//! capability profile; 1 for a type error or a
 //! script that cannot be read; `exit N` exits N; an uncaught failure exits
 //! with its status after a `runtime-failure` diagnostic at the failing
 //! operation with the ral call trace as notes; Ctrl-C exits 130; a setuid
@@ -102,6 +107,17 @@ fn is_setuid() -> bool {
     false
 }
 
+/// The session's capability ceiling from its `--capabilities` profiles
+/// (§12.12); a profile that cannot be loaded is reported and the session
+/// does not start (status 2, §16.3).
+fn ceiling(profiles: &[String]) -> Result<ral_host::Capabilities, u8> {
+    ral_host::profile::load_profiles(profiles, stderr_color()).map_err(|report| {
+        eprint!("{report}");
+        eprintln!("ral: the session did not start: a capability profile was refused");
+        EXIT_USAGE
+    })
+}
+
 fn main() -> ExitCode {
     ral_host::declare_main_thread_stack();
     install_bug_hook();
@@ -121,8 +137,14 @@ fn main() -> ExitCode {
             println!("ral {VERSION}");
             EXIT_OK
         }
-        Ok(cli::Invocation::Batch(b)) => batch::run(b, stderr_color()),
-        Ok(cli::Invocation::Repl(opts)) => repl::run(&opts, stderr_color()),
+        Ok(cli::Invocation::Batch(b)) => match ceiling(&b.capabilities) {
+            Ok(ceiling) => batch::run(b, stderr_color(), ceiling),
+            Err(status) => status,
+        },
+        Ok(cli::Invocation::Repl(opts)) => match ceiling(&opts.capabilities) {
+            Ok(ceiling) => repl::run(&opts, stderr_color(), ceiling),
+            Err(status) => status,
+        },
         Ok(cli::Invocation::Lsp) => ral_host::lsp::serve_stdio(),
         Err(cli::UsageError(msg)) => {
             eprintln!("ral: {msg}\n\n{}", cli::USAGE);

@@ -115,8 +115,9 @@ fn config_dir_from(xdg: Option<PathBuf>, home: Option<PathBuf>) -> Option<PathBu
 }
 
 /// Runs the interactive session until Ctrl-D or `exit`; returns the status.
-pub fn run(opts: &ReplOptions, color: Color) -> u8 {
+pub fn run(opts: &ReplOptions, color: Color, ceiling: ral_host::Capabilities) -> u8 {
     let mut shell = Shell::default();
+    shell.set_capability_ceiling(ceiling);
     // External programs run in the terminal's foreground process group, so
     // an interactive child (an editor, a pager) can read the terminal and
     // Ctrl-C reaches it directly (spec/deviations.md S5).
