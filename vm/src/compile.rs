@@ -80,11 +80,13 @@ pub fn compile_module(
     for f in &module.funcs {
         scan_groups(&f.body, base, &mut groups);
     }
+    let self_defs = self_definitions(module);
     let m = ModCx {
         module,
         scope,
         def_slots,
         groups,
+        self_defs,
         base,
         stages: std::cell::RefCell::new(Vec::new()),
     };
@@ -109,6 +111,36 @@ pub fn compile_module(
         main: base + module.main.0,
         main_stages,
     })
+}
+
+/// `def → func` for each top-level `let` of `module` whose value is a
+/// capture-free block made by `main` (see [`ModCx::self_defs`]).
+fn self_definitions(module: &Module) -> HashMap<u32, u32> {
+    let mut made: HashMap<u32, u32> = HashMap::new();
+    let mut defs = HashMap::new();
+    let Some(main) = module.funcs.get(module.main.0 as usize) else {
+        return defs;
+    };
+    for s in &main.body.stmts {
+        match (&s.expr, s.dst) {
+            (Expr::MakeClosure { func, captures }, Some(l)) if captures.is_empty() => {
+                made.insert(l.0, func.0);
+            }
+            (
+                Expr::Define {
+                    def,
+                    value: Operand::Local(l),
+                },
+                _,
+            ) => {
+                if let Some(f) = made.get(&l.0) {
+                    defs.insert(def.0, *f);
+                }
+            }
+            _ => {}
+        }
+    }
+    defs
 }
 
 fn scan_groups(block: &Block, base: u32, groups: &mut HashMap<u32, Vec<u32>>) {
@@ -177,6 +209,10 @@ struct ModCx<'a> {
     scope: &'a Scope,
     def_slots: Vec<SlotId>,
     groups: HashMap<u32, Vec<u32>>,
+    /// The function each top-level definition of a capture-free block
+    /// binds (`def → func`): a call from that function to that
+    /// definition's slot is a call to itself.
+    self_defs: HashMap<u32, u32>,
     base: u32,
     /// Pipeline stage protos, numbered after the module's functions, with
     /// the function whose body (or a stage of it) they came from.
@@ -207,6 +243,8 @@ struct FnCx<'a, 'm> {
     local_uses: Vec<u32>,
     /// The IR function this code belongs to (a stage inherits its parent's).
     root: FuncId,
+    /// Whether this is a pipeline stage's proto (not its function's own).
+    is_stage: bool,
     span: Span,
 }
 
@@ -293,6 +331,7 @@ impl<'a, 'm> FnCx<'a, 'm> {
             labels: std::collections::HashSet::new(),
             local_uses,
             root: f.id,
+            is_stage: false,
             span: f.span,
         };
         if let Some(area) = cx.spill {
@@ -333,6 +372,7 @@ impl<'a, 'm> FnCx<'a, 'm> {
             labels: std::collections::HashSet::new(),
             local_uses: self.local_uses.clone(),
             root: self.root,
+            is_stage: true,
             span: self.span,
         };
         for st in &b.stmts {
@@ -778,6 +818,7 @@ impl<'a, 'm> FnCx<'a, 'm> {
             Some(
                 Op::TailCall { .. }
                     | Op::TailCallGlobal { .. }
+                    | Op::TailCallSelf { .. }
                     | Op::TailCallSibling { .. }
                     | Op::TailCallSpread { .. }
             )
@@ -1511,6 +1552,27 @@ impl<'a, 'm> FnCx<'a, 'm> {
             }
             Operand::Global { name, def } => {
                 let slot = self.global_slot(name, *def)?.0;
+                let calls_itself = !self.is_stage
+                    && usize::from(argc) == usize::from(self.proto.n_params)
+                    && def.is_some_and(|d| self.m.self_defs.get(&d.0) == Some(&self.root.0));
+                if calls_itself {
+                    let start = self.consecutive(args.iter())?;
+                    self.emit(if tail {
+                        Op::TailCallSelf {
+                            slot,
+                            args: start,
+                            argc,
+                        }
+                    } else {
+                        Op::CallSelf {
+                            slot,
+                            args: start,
+                            argc,
+                            dst,
+                        }
+                    });
+                    return Ok(());
+                }
                 let start = self.consecutive(args.iter())?;
                 self.emit(if tail {
                     Op::TailCallGlobal {
@@ -1694,12 +1756,15 @@ fn clear_list(p: &Proto) -> Option<Box<[u8]>> {
             | Op::JumpIfNotGeIntK { .. }
             | Op::JumpIfNotLtInt { .. }
             | Op::JumpIfNotLeInt { .. }
-            | Op::Return { .. } => {}
+            | Op::Return { .. }
+            // Writes only the parameters (listed), and keeps the proto.
+            | Op::TailCallSelf { .. } => {}
             Op::Copy { dst, .. }
             | Op::LoadConst { dst, .. }
             | Op::GetGlobal { dst, .. }
             | Op::LoadCapture { dst, .. }
-            | Op::CallGlobal { dst, .. } => regs.push(dst.0),
+            | Op::CallGlobal { dst, .. }
+            | Op::CallSelf { dst, .. } => regs.push(dst.0),
             _ => return None,
         }
     }
@@ -1777,7 +1842,8 @@ fn dst_of(op: &mut Op) -> Option<&mut Reg> {
         | Op::LeInt { dst, .. }
         | Op::LtFloat { dst, .. }
         | Op::LeFloat { dst, .. }
-        | Op::CallGlobal { dst, .. } => Some(dst),
+        | Op::CallGlobal { dst, .. }
+        | Op::CallSelf { dst, .. } => Some(dst),
         _ => None,
     }
 }

@@ -1999,6 +1999,21 @@ impl Vm {
                     let res = self.apply(f, a, Mode::Tail)?;
                     applied!(res, true, Reg(0));
                 }
+                Op::CallSelf { args, dst, .. } => {
+                    tri!(self.poll_cancel());
+                    save!();
+                    // The compiler emits it only with all the arguments,
+                    // in a function with no environment.
+                    let p = self.frames[fi].proto;
+                    push_frame!(p, None, base + usize::from(args.0), dst);
+                }
+                Op::TailCallSelf { args, argc, .. } => {
+                    tri!(self.poll_cancel());
+                    save!();
+                    let p = self.frames[fi].proto;
+                    tail_enter!(p, None, args, argc);
+                    break;
+                }
                 Op::TailCall { func, args, argc } => {
                     tri!(self.poll_cancel());
                     save!();

@@ -291,6 +291,18 @@ pub enum Op {
     },
     /// `return g[slot](r[args..args+argc])`, reusing the frame.
     TailCallGlobal { slot: u32, args: Reg, argc: u8 },
+    /// `r[dst] := g[slot](r[args..args+argc])` where `g[slot]` is the
+    /// running function itself: a top-level definition (no captures)
+    /// calling itself with all its arguments. Enters the running proto
+    /// again without reading the slot (the slot is named for leases).
+    CallSelf {
+        slot: u32,
+        args: Reg,
+        argc: u8,
+        dst: Reg,
+    },
+    /// As `CallSelf`, reusing the frame: a loop.
+    TailCallSelf { slot: u32, args: Reg, argc: u8 },
     /// `r[dst] := r[func](items of list r[list]...)` (a call with spreads).
     CallSpread { func: Reg, list: Reg, dst: Reg },
     /// `return r[func](items of list r[list]...)`, reusing the frame.
@@ -869,6 +881,15 @@ impl Proto {
                 Op::TailCallGlobal { argc, args, .. } => {
                     run(args, usize::from(*argc))?;
                 }
+                Op::CallSelf {
+                    args, argc, dst, ..
+                } => {
+                    run(args, usize::from(*argc))?;
+                    reg(dst)?;
+                }
+                Op::TailCallSelf { args, argc, .. } => {
+                    run(args, usize::from(*argc))?;
+                }
                 Op::CallSpread { dst, func, list } => {
                     reg(func)?;
                     reg(list)?;
@@ -957,6 +978,7 @@ impl Proto {
                 | Op::Jump { .. }
                 | Op::TailCall { .. }
                 | Op::TailCallGlobal { .. }
+                | Op::TailCallSelf { .. }
                 | Op::TailCallSibling { .. }
                 | Op::TailCallSpread { .. }
                 | Op::Exit { .. }
@@ -981,7 +1003,9 @@ impl Op {
         match self {
             Op::GetGlobal { slot, .. }
             | Op::CallGlobal { slot, .. }
-            | Op::TailCallGlobal { slot, .. } => Some(*slot),
+            | Op::TailCallGlobal { slot, .. }
+            | Op::CallSelf { slot, .. }
+            | Op::TailCallSelf { slot, .. } => Some(*slot),
             _ => None,
         }
     }
@@ -1087,6 +1111,8 @@ impl Op {
             Op::TailCall { .. } => "tail-call",
             Op::CallGlobal { .. } => "call-global",
             Op::TailCallGlobal { .. } => "tail-call-global",
+            Op::CallSelf { .. } => "call-self",
+            Op::TailCallSelf { .. } => "tail-call-self",
             Op::CallSpread { .. } => "call-spread",
             Op::TailCallSpread { .. } => "tail-call-spread",
             Op::CallBuiltin { .. } => "call-builtin",
@@ -1292,6 +1318,18 @@ impl Op {
             ),
             Op::TailCallGlobal { slot, args, argc } => {
                 (format!("g{slot}({})", range(args, *argc)), none())
+            }
+            Op::CallSelf {
+                slot,
+                args,
+                argc,
+                dst,
+            } => (
+                format!("self g{slot}({}) -> {}", range(args, *argc), r(dst)),
+                none(),
+            ),
+            Op::TailCallSelf { slot, args, argc } => {
+                (format!("self g{slot}({})", range(args, *argc)), none())
             }
             Op::CallSpread { func, list, dst } => {
                 (format!("{}(...{}) -> {}", r(func), r(list), r(dst)), none())

@@ -169,21 +169,32 @@ impl Vm {
                 let a = usize::from(args.0);
                 let all = win.run_mut(Reg(0), a + usize::from(argc));
                 for i in 0..usize::from(argc) {
-                    let v = std::mem::take(&mut all[a + i]);
+                    // A scalar is copied (its source is a dead temporary);
+                    // anything else is moved.
+                    let v = match &all[a + i] {
+                        Value::Int(n) => Value::Int(*n),
+                        Value::Float(x) => Value::Float(*x),
+                        Value::Bool(b) => Value::Bool(*b),
+                        Value::Unit => Value::Unit,
+                        _ => std::mem::take(&mut all[a + i]),
+                    };
                     let old = std::mem::replace(&mut all[i], v);
                     if is_scalar(&old) {
                         std::mem::forget(old);
                     }
                 }
-                let callee: &Proto = &protos[p as usize];
-                let base = win.base();
-                win.moved(base, usize::from(callee.n_regs));
                 let frame = &mut frames[fi];
-                frame.proto = p;
-                frame.pc = 0;
-                frame.env = env;
-                proto = callee;
-                code = &proto.code;
+                // A function calling itself with no environment (a loop)
+                // keeps its proto, window and environment as they are.
+                if p != frame.proto || env.is_some() || frame.env.is_some() {
+                    let callee: &Proto = &protos[p as usize];
+                    frame.proto = p;
+                    frame.env = env;
+                    let base = win.base();
+                    win.moved(base, usize::from(callee.n_regs));
+                    proto = callee;
+                    code = &proto.code;
+                }
                 pc = 0;
             }};
         }
@@ -399,6 +410,20 @@ impl Vm {
                         }
                         _ => slow!(),
                     }
+                }
+                Op::CallSelf { args, dst, .. } => {
+                    if cancel.load(Ordering::Relaxed) {
+                        slow!()
+                    }
+                    let p = frames[fi].proto;
+                    enter!(p, None, win.base() + usize::from(args.0), dst)
+                }
+                Op::TailCallSelf { args, argc, .. } => {
+                    if cancel.load(Ordering::Relaxed) {
+                        slow!()
+                    }
+                    let p = frames[fi].proto;
+                    tail_enter!(p, None, args, argc)
                 }
                 Op::TailCall { func, args, argc } => {
                     if cancel.load(Ordering::Relaxed) {
