@@ -370,6 +370,20 @@ fn detach_starts_a_survivor_in_a_session_of_its_own() {
     let pid = dir.pid("pid");
     let _cleanup = Survivor(pid);
     assert!(alive(pid));
+    // The shell wrote its pid and then execs `sleep`: read the process
+    // once the exec is done (during it, /proc/PID/environ can read empty).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while std::fs::read_to_string(format!("/proc/{pid}/comm"))
+        .ok()
+        .as_deref()
+        != Some("sleep\n")
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the survivor never became sleep"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
     let fields = stat(pid).unwrap();
     // After the state: ppid, pgrp, session.
     assert_eq!(fields[2], pid.to_string(), "its own process group");
