@@ -422,8 +422,26 @@ impl Vm {
                     if cancel.load(Ordering::Relaxed) {
                         slow!()
                     }
-                    let p = frames[fi].proto;
-                    tail_enter!(p, None, args, argc)
+                    if frames[fi].env.is_some() || usize::from(args.0) < usize::from(argc) {
+                        let p = frames[fi].proto;
+                        tail_enter!(p, None, args, argc)
+                    } else {
+                        // A loop: the frame keeps its proto and window; only the
+                        // arguments move down. An integer over an integer is a
+                        // plain store (no drop of the old value, no tag check of
+                        // the new one beyond this match).
+                        let a = usize::from(args.0);
+                        let n = usize::from(argc);
+                        let (params, rest) = win.run_mut(Reg(0), a + n).split_at_mut(a);
+                        for (d, s) in params.iter_mut().zip(rest.iter_mut()) {
+                            match (&mut *d, &mut *s) {
+                                (Value::Int(y), Value::Int(x)) => *y = *x,
+                                (_, Value::Int(x)) => *d = Value::Int(*x),
+                                (_, s) => *d = std::mem::take(s),
+                            }
+                        }
+                        pc = 0;
+                    }
                 }
                 Op::TailCall { func, args, argc } => {
                     if cancel.load(Ordering::Relaxed) {
