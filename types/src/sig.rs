@@ -52,9 +52,20 @@ pub const STANDARD_ALIASES: &[Alias] = &[
         body: "<`just [script: String, line: Integer, col: Integer] | `none>",
     },
     Alias {
+        name: "Cause",
+        params: &[],
+        body: "<`interrupted | `cancelled | `timed-out | `terminated | `aborted | `reader-gone>",
+    },
+    Alias {
+        name: "Reason",
+        params: &[],
+        body: "<`exited Integer | `signaled Integer | `cancelled Cause | `not-found \
+               | `not-runnable | `raised>",
+    },
+    Alias {
         name: "Error",
         params: &[],
-        body: "[cmd: String, status: Integer, message: String, site: Site]",
+        body: "[cmd: String, status: Integer, reason: Reason, message: String, site: Site]",
     },
     Alias {
         name: "Option",
