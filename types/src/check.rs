@@ -51,20 +51,27 @@ pub enum CaptureSite {
     BlockArg,
 }
 
-/// A table keyed by [`NodeId`]. Node ids are dense (numbered from 0 in
-/// source order), so a vector indexed by id is smaller and faster than a hash
-/// map; checking a large program spends much of its time in these tables.
+/// A table keyed by [`NodeId`]: the ids present, sorted, beside their
+/// values.
+///
+/// Memory is proportional to the entries, not to the largest id: a table
+/// indexed by id held a slot for every node of the program, so the sparse
+/// tables (heads, captures, boundaries) cost as much as the dense ones
+/// (tens of megabytes for a 100,000-line program). The checker inserts in
+/// nearly increasing id order (a node's entry follows those of the nodes
+/// inside it, which have larger ids, so an insertion moves at most the
+/// entries of one statement's nested forms); lookups are a binary search.
 #[derive(Clone, Debug)]
 pub struct NodeMap<T> {
-    slots: Vec<Option<T>>,
-    len: usize,
+    ids: Vec<NodeId>,
+    vals: Vec<T>,
 }
 
 impl<T> Default for NodeMap<T> {
     fn default() -> Self {
         NodeMap {
-            slots: Vec::new(),
-            len: 0,
+            ids: Vec::new(),
+            vals: Vec::new(),
         }
     }
 }
@@ -72,43 +79,48 @@ impl<T> Default for NodeMap<T> {
 impl<T> NodeMap<T> {
     /// Sets the entry for `id`, returning the previous one.
     pub fn insert(&mut self, id: NodeId, value: T) -> Option<T> {
-        let i = id.0 as usize;
-        if i >= self.slots.len() {
-            self.slots.resize_with(i + 1, || None);
+        if self.ids.last().is_none_or(|&last| last < id) {
+            self.ids.push(id);
+            self.vals.push(value);
+            return None;
         }
-        let old = self.slots.get_mut(i).and_then(|slot| slot.replace(value));
-        if old.is_none() {
-            self.len += 1;
+        match self.ids.binary_search(&id) {
+            Ok(i) => self
+                .vals
+                .get_mut(i)
+                .map(|slot| std::mem::replace(slot, value)),
+            Err(i) => {
+                self.ids.insert(i, id);
+                self.vals.insert(i, value);
+                None
+            }
         }
-        old
     }
 
     pub fn get(&self, id: NodeId) -> Option<&T> {
-        self.slots.get(id.0 as usize).and_then(Option::as_ref)
+        let i = self.ids.binary_search(&id).ok()?;
+        self.vals.get(i)
     }
 
     pub fn contains_key(&self, id: NodeId) -> bool {
-        self.get(id).is_some()
+        self.ids.binary_search(&id).is_ok()
     }
 
     pub fn len(&self) -> usize {
-        self.len
+        self.ids.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.len == 0
+        self.ids.is_empty()
     }
 
     /// The entries in id order.
     pub fn iter(&self) -> impl Iterator<Item = (NodeId, &T)> {
-        self.slots
-            .iter()
-            .enumerate()
-            .filter_map(|(i, v)| v.as_ref().map(|v| (NodeId(i as u32), v)))
+        self.ids.iter().copied().zip(&self.vals)
     }
 
     pub fn values(&self) -> impl Iterator<Item = &T> {
-        self.slots.iter().filter_map(Option::as_ref)
+        self.vals.iter()
     }
 }
 

@@ -27,15 +27,22 @@ use crate::check::{CaptureSite, CheckOptions, Checked, Elaboration, HeadRes, Nam
 use crate::env::{EnvEntry, TypeEnv};
 use crate::print::TyPrinter;
 use crate::ty::{
-    Alphabet, Con, HeadSet, Kind, Label, Provenance, Scheme, SchemeNode, Sort, Ty, TyStore, TyVar,
-    TyView, UnifyError,
+    Alphabet, Con, HeadSet, Kind, Label, Provenance, Scheme, SchemeBuilder, SchemeNode, Sort, Ty,
+    TyStore, TyVar, TyView, UnifyError,
 };
 
-/// A name in scope.
+/// A forward slot: the block's type variable, the level of the statement
+/// list holding it, and the span of its binder.
+type ForwardSlot = (Ty, Option<u32>, Span);
+
+/// A name in scope: one entry of the binding stack.
 #[derive(Clone, Debug)]
-struct Bound {
+struct Bound<'a> {
     scheme: Scheme,
     span: Option<Span>,
+    name: &'a str,
+    /// The entry this one hides (its index in the stack), if any.
+    shadows: Option<u32>,
 }
 
 struct Infer<'a> {
@@ -43,14 +50,18 @@ struct Infer<'a> {
     source: SourceId,
     env: &'a TypeEnv,
     opts: &'a CheckOptions,
-    /// name → stack of bindings (innermost last).
-    scope: HashMap<String, Vec<Bound>>,
-    /// Undo log of names pushed, per open scope.
-    frames: Vec<Vec<String>>,
+    /// name → its innermost entry in `bound`. Names borrow the tree, so
+    /// binding one allocates nothing of its own.
+    scope: HashMap<&'a str, u32>,
+    /// Every binding in scope, innermost last; each entry links to the one
+    /// of the same name it hides.
+    bound: Vec<Bound<'a>>,
+    /// The length of `bound` when each open scope began.
+    frames: Vec<usize>,
     /// Forward slots for named blocks later in an enclosing statement list.
     /// Each slot carries the level of the statement list holding it (`None`
     /// for a block's own self-reference, which stays generalisable).
-    forward: HashMap<String, Vec<(Ty, Option<u32>, Span)>>,
+    forward: HashMap<&'a str, Vec<ForwardSlot>>,
     /// Depth of named-block right-hand sides being checked.
     in_block_rhs: u32,
     /// Session entries instantiated this turn for weak bindings.
@@ -120,7 +131,8 @@ pub(crate) fn run(
         env,
         opts,
         scope: HashMap::default(),
-        frames: vec![Vec::new()],
+        bound: Vec::new(),
+        frames: vec![0],
         forward: HashMap::default(),
         in_block_rhs: 0,
         weak_cache: HashMap::default(),
@@ -436,31 +448,40 @@ impl<'a> Infer<'a> {
     // ---- scopes --------------------------------------------------------------
 
     fn push_frame(&mut self) {
-        self.frames.push(Vec::new());
+        self.frames.push(self.bound.len());
     }
 
     fn pop_frame(&mut self) {
-        if let Some(names) = self.frames.pop() {
-            for n in names {
-                if let Some(stack) = self.scope.get_mut(&n) {
-                    stack.pop();
+        let Some(mark) = self.frames.pop() else {
+            return;
+        };
+        while self.bound.len() > mark {
+            let Some(b) = self.bound.pop() else { break };
+            match b.shadows {
+                Some(i) => {
+                    self.scope.insert(b.name, i);
+                }
+                None => {
+                    self.scope.remove(b.name);
                 }
             }
         }
     }
 
-    fn bind(&mut self, name: &str, scheme: Scheme, span: Option<Span>) {
-        self.scope
-            .entry(name.to_owned())
-            .or_default()
-            .push(Bound { scheme, span });
-        if let Some(f) = self.frames.last_mut() {
-            f.push(name.to_owned());
-        }
+    fn bind(&mut self, name: &'a str, scheme: Scheme, span: Option<Span>) {
+        let i = self.bound.len() as u32;
+        let shadows = self.scope.insert(name, i);
+        self.bound.push(Bound {
+            scheme,
+            span,
+            name,
+            shadows,
+        });
     }
 
-    fn local(&self, name: &str) -> Option<&Bound> {
-        self.scope.get(name).and_then(|s| s.last())
+    fn local(&self, name: &str) -> Option<&Bound<'a>> {
+        let &i = self.scope.get(name)?;
+        self.bound.get(i as usize)
     }
 
     /// A name's type if it is a binding (local, forward slot or session).
@@ -470,7 +491,11 @@ impl<'a> Infer<'a> {
     fn lookup_binding(&mut self, name: &str) -> Option<(Ty, NameRes)> {
         // Field borrows, not `self.local`, so the scheme is read in place
         // rather than cloned for every use of a name.
-        if let Some(b) = self.scope.get(name).and_then(|s| s.last()) {
+        if let Some(b) = self
+            .scope
+            .get(name)
+            .and_then(|&i| self.bound.get(i as usize))
+        {
             let res = NameRes::Local { binder: b.span };
             return Some((self.store.instantiate(&b.scheme), res));
         }
@@ -508,11 +533,7 @@ impl<'a> Infer<'a> {
     fn suggest(&self, name: &str) -> Option<String> {
         let mut best: Option<(usize, &str)> = None;
         let limit = (name.len() / 3).max(1);
-        let locals = self
-            .scope
-            .iter()
-            .filter(|(_, v)| !v.is_empty())
-            .map(|(k, _)| k.as_str());
+        let locals = self.scope.keys().copied();
         let builtins = builtin_table()
             .iter()
             .filter(|b| b.kind != BuiltinKind::BaseHandler && !self.env.is_absent(b.name))
@@ -622,35 +643,35 @@ impl<'a> Infer<'a> {
 
     /// Types a statement list; returns the computation type of the last
     /// statement (`Returns Unit` when empty or ending in `let`).
-    fn stmts(&mut self, stmts: &[Stmt], mut top: Option<&mut Vec<TopBinding>>) -> Ty {
+    fn stmts(&mut self, stmts: &'a [Stmt], mut top: Option<&mut Vec<TopBinding>>) -> Ty {
         // Forward slots for named blocks not yet bound (§5.7).
         // A set beside the list keeps this linear in the number of bindings.
-        let mut slots: Vec<String> = Vec::new();
+        let mut slots: Vec<&'a str> = Vec::new();
         let mut slot_binders: Vec<Span> = Vec::new();
-        let mut seen: std::collections::HashSet<&str> = std::collections::HashSet::default();
+        let mut seen: rustc_hash::FxHashSet<&str> = rustc_hash::FxHashSet::default();
         for s in stmts {
             if let Stmt::Let(l) = s {
                 if let (PatternKind::Bind(n), Some(_)) =
                     (&l.pattern.kind, l.value.as_block_literal())
                 {
                     if self.local(&n.text).is_none() && seen.insert(n.text.as_str()) {
-                        slots.push(n.text.clone());
+                        slots.push(n.text.as_str());
                         slot_binders.push(n.span);
                     }
                 }
             }
         }
-        let mut open: HashMap<String, Ty> = HashMap::default();
+        let mut open: HashMap<&'a str, Ty> = HashMap::default();
         let list_level = self.store.level();
-        for (n, &binder) in slots.iter().zip(&slot_binders) {
+        for (&n, &binder) in slots.iter().zip(&slot_binders) {
             self.store.enter_level();
             let t = self.store.fresh_value();
             self.store.exit_level();
             self.forward
-                .entry(n.clone())
+                .entry(n)
                 .or_default()
                 .push((t, Some(list_level), binder));
-            open.insert(n.clone(), t);
+            open.insert(n, t);
         }
         let mut last = None;
         for (idx, s) in stmts.iter().enumerate() {
@@ -663,7 +684,7 @@ impl<'a> Infer<'a> {
                         }
                         for (name, scheme, span) in names {
                             out.push(TopBinding {
-                                name,
+                                name: name.to_owned(),
                                 scheme,
                                 stmt: idx,
                                 span,
@@ -680,7 +701,7 @@ impl<'a> Infer<'a> {
             }
         }
         for n in &slots {
-            if let Some(v) = self.forward.get_mut(n) {
+            if let Some(v) = self.forward.get_mut(*n) {
                 v.pop();
             }
         }
@@ -696,11 +717,11 @@ impl<'a> Infer<'a> {
     /// A `let`; returns the names it bound with their schemes.
     fn let_stmt(
         &mut self,
-        l: &ral_syntax::ast::Let,
-        open: &mut HashMap<String, Ty>,
-    ) -> Vec<(String, Scheme, Span)> {
+        l: &'a ral_syntax::ast::Let,
+        open: &mut HashMap<&'a str, Ty>,
+    ) -> Vec<(&'a str, Scheme, Span)> {
         let named_block = match &l.pattern.kind {
-            PatternKind::Bind(n) if l.value.as_block_literal().is_some() => Some(n.text.clone()),
+            PatternKind::Bind(n) if l.value.as_block_literal().is_some() => Some(n.text.as_str()),
             PatternKind::Bind(_)
             | PatternKind::Wildcard
             | PatternKind::List { .. }
@@ -709,7 +730,7 @@ impl<'a> Infer<'a> {
         };
         self.store.enter_level();
         let labels_from = self.pending_labels.len();
-        let value = if let Some(name) = &named_block {
+        let value = if let Some(name) = named_block {
             let binder = match &l.pattern.kind {
                 PatternKind::Bind(n) => n.span,
                 PatternKind::Wildcard
@@ -723,7 +744,7 @@ impl<'a> Infer<'a> {
                 None => self.store.fresh_value(),
             };
             self.forward
-                .entry(name.clone())
+                .entry(name)
                 .or_default()
                 .push((slot, None, binder));
             self.in_block_rhs += 1;
@@ -759,7 +780,7 @@ impl<'a> Infer<'a> {
         let mut out = Vec::new();
         for (name, t, span) in binds {
             let scheme = self.store.generalize(t);
-            self.bind(&name, scheme.clone(), Some(span));
+            self.bind(name, scheme.clone(), Some(span));
             out.push((name, scheme, span));
         }
         out
@@ -805,12 +826,12 @@ impl<'a> Infer<'a> {
 
     // ---- patterns ------------------------------------------------------------
 
-    fn pattern(&mut self, p: &Pattern, t: Ty, out: &mut Vec<(String, Ty, Span)>) {
+    fn pattern(&mut self, p: &'a Pattern, t: Ty, out: &mut Vec<(&'a str, Ty, Span)>) {
         match &p.kind {
             PatternKind::Wildcard | PatternKind::Error => {}
             PatternKind::Bind(n) => {
                 self.elab.binders.insert(n.span, t);
-                out.push((n.text.clone(), t, n.span));
+                out.push((n.text.as_str(), t, n.span));
             }
             PatternKind::List { items, rest } => {
                 let e = self.store.fresh_value();
@@ -824,7 +845,7 @@ impl<'a> Infer<'a> {
                 if let Some(r) = rest {
                     if r.text != "_" {
                         self.elab.binders.insert(r.span, l);
-                        out.push((r.text.clone(), l, r.span));
+                        out.push((r.text.as_str(), l, r.span));
                     }
                 }
             }
@@ -855,17 +876,17 @@ impl<'a> Infer<'a> {
         }
     }
 
-    fn bind_params(&mut self, p: &Pattern, t: Ty) {
+    fn bind_params(&mut self, p: &'a Pattern, t: Ty) {
         let mut binds = Vec::new();
         self.pattern(p, t, &mut binds);
         for (n, t, s) in binds {
-            self.bind(&n, Scheme::mono(t), Some(s));
+            self.bind(n, Scheme::mono(t), Some(s));
         }
     }
 
     // ---- chains, pipelines, stages -------------------------------------------
 
-    fn chain(&mut self, c: &Chain) -> Ty {
+    fn chain(&mut self, c: &'a Chain) -> Ty {
         let mut arms = Vec::new();
         for p in &c.alternatives {
             let t = self.pipeline(p);
@@ -878,7 +899,7 @@ impl<'a> Infer<'a> {
         self.join(&arms)
     }
 
-    fn pipeline(&mut self, p: &Pipeline) -> Ty {
+    fn pipeline(&mut self, p: &'a Pipeline) -> Ty {
         let n = p.stages.len();
         let mut last = None;
         for (i, s) in p.stages.iter().enumerate() {
@@ -895,7 +916,7 @@ impl<'a> Infer<'a> {
     }
 
     /// The pipe rule's side conditions for stage `i` of `n` (§17.4).
-    fn check_stage(&mut self, s: &Stage, t: Ty, i: usize, n: usize) {
+    fn check_stage(&mut self, s: &'a Stage, t: Ty, i: usize, n: usize) {
         if i > 0 {
             if let Some(r) = stage_redirects(s).iter().find(|r| {
                 r.fd == 0 && matches!(r.op, RedirectKind::Read(_) | RedirectKind::Here(_))
@@ -990,7 +1011,7 @@ impl<'a> Infer<'a> {
         }
     }
 
-    fn stage(&mut self, s: &Stage) -> Ty {
+    fn stage(&mut self, s: &'a Stage) -> Ty {
         let t = match &s.kind {
             StageKind::Return(a) => {
                 let v = match a {
@@ -1009,7 +1030,7 @@ impl<'a> Infer<'a> {
         t
     }
 
-    fn redirects(&mut self, rs: &[Redirect], t: Ty) -> Ty {
+    fn redirects(&mut self, rs: &'a [Redirect], t: Ty) -> Ty {
         let mut out_redirected = false;
         for r in rs {
             match &r.op {
@@ -1062,7 +1083,7 @@ impl<'a> Infer<'a> {
 
     // ---- commands ------------------------------------------------------------
 
-    fn command(&mut self, s: &Stage, c: &Command) -> Ty {
+    fn command(&mut self, s: &'a Stage, c: &'a Command) -> Ty {
         match c.head.class() {
             HeadClass::Caret(name) => {
                 self.elab
@@ -1095,7 +1116,7 @@ impl<'a> Infer<'a> {
         }
     }
 
-    fn bare_head(&mut self, s: &Stage, c: &Command, name: &str) -> Ty {
+    fn bare_head(&mut self, s: &'a Stage, c: &'a Command, name: &str) -> Ty {
         let span = c.head.span();
         if let Some((v, res)) = self.lookup_binding(name) {
             self.elab.names.insert(span, res);
@@ -1149,7 +1170,7 @@ impl<'a> Infer<'a> {
     }
 
     /// `fail [status: 0, …]` is refused statically (§8.5).
-    fn fail_status(&mut self, c: &Command) {
+    fn fail_status(&mut self, c: &'a Command) {
         let Some(Arg::Atom(a)) = c.args.first() else {
             return;
         };
@@ -1177,7 +1198,7 @@ impl<'a> Infer<'a> {
     }
 
     /// An argument list for an external (`os`) or a base handler.
-    fn argv(&mut self, c: &Command, os: bool) -> Ty {
+    fn argv(&mut self, c: &'a Command, os: bool) -> Ty {
         for arg in &c.args {
             let (a, spread) = match arg {
                 Arg::Atom(a) => (a, false),
@@ -1258,7 +1279,7 @@ impl<'a> Infer<'a> {
     }
 
     /// Applies `comp` to the command's arguments, one at a time.
-    fn apply_args(&mut self, mut comp: Ty, c: &Command, head_span: Span) -> Ty {
+    fn apply_args(&mut self, mut comp: Ty, c: &'a Command, head_span: Span) -> Ty {
         for (k, arg) in c.args.iter().enumerate() {
             let a = match arg {
                 Arg::Atom(a) => a,
@@ -1326,7 +1347,7 @@ impl<'a> Infer<'a> {
     /// the zero-cost upcast of §17.5: a `U (… -> F_p Unit)` where
     /// `U (… -> F_w Unit)` is wanted is taken as it is, since a
     /// `()`-producer is a command that writes nothing.
-    fn pass_arg(&mut self, param: Ty, arg: Ty, a: &Atom) {
+    fn pass_arg(&mut self, param: Ty, arg: Ty, a: &'a Atom) {
         let weak = self.store.is_weak(arg);
         let snap = self.store.snapshot();
         if self.store.unify(param, arg).is_ok() {
@@ -1521,7 +1542,7 @@ impl<'a> Infer<'a> {
 
     /// The computation of an `if`/`case` arm: a block literal's body, or a
     /// name's thunk forced; `params` are the payload types a case arm binds.
-    fn arm(&mut self, a: &Atom, payload: Option<Ty>) -> Ty {
+    fn arm(&mut self, a: &'a Atom, payload: Option<Ty>) -> Ty {
         if let (Primary::Block(b), true) = (&a.primary, a.indexes.is_empty()) {
             self.push_frame();
             let mut params = b.params.iter();
@@ -1591,13 +1612,13 @@ impl<'a> Infer<'a> {
         }
     }
 
-    fn cond(&mut self, a: &Atom) {
+    fn cond(&mut self, a: &'a Atom) {
         let v = self.atom(a);
         let b = self.store.bool();
         self.unify_at(b, v, a.span, "this condition");
     }
 
-    fn if_form(&mut self, f: &If) -> Ty {
+    fn if_form(&mut self, f: &'a If) -> Ty {
         let mut arms = Vec::new();
         for br in &f.branches {
             self.cond(&br.cond);
@@ -1617,7 +1638,7 @@ impl<'a> Infer<'a> {
         }
     }
 
-    fn case_form(&mut self, c: &Case) -> Ty {
+    fn case_form(&mut self, c: &'a Case) -> Ty {
         let scrut = self.atom(&c.scrutinee);
         let mut tags = Vec::new();
         for arm in &c.arms {
@@ -1667,7 +1688,7 @@ impl<'a> Infer<'a> {
         self.join(&arms)
     }
 
-    fn scope_form(&mut self, sc: &ScopeForm) -> Ty {
+    fn scope_form(&mut self, sc: &'a ScopeForm) -> Ty {
         match &sc.kind {
             ScopeKind::Try { body, handler } => {
                 let b = self.arm(body, None);
@@ -1763,7 +1784,7 @@ impl<'a> Infer<'a> {
     /// what they stand in for, `handler:` as the catch-all, `dir: String`,
     /// `env: Map scalar`. Options that are not a record literal are typed as
     /// an ordinary value (their keys are checked at run time).
-    fn within_options(&mut self, options: &Atom) -> ArmScope {
+    fn within_options(&mut self, options: &'a Atom) -> ArmScope {
         let mut scope = ArmScope::default();
         let (Primary::Record(entries), true) = (&options.primary, options.indexes.is_empty())
         else {
@@ -1869,7 +1890,7 @@ impl<'a> Infer<'a> {
     }
 
     /// Types an entry with no rule of its own as an ordinary value.
-    fn entry_ordinary(&mut self, en: &Entry) {
+    fn entry_ordinary(&mut self, en: &'a Entry) {
         match en {
             Entry::Field { key, value, .. } => {
                 if let Key::Computed(n) = key {
@@ -1891,7 +1912,7 @@ impl<'a> Infer<'a> {
     /// (an external, and also a binding or a builtin, which resolve before
     /// any handler and so are never reached through it, §9.5) at
     /// `[String] -> Command`. Returns the arm's type.
-    fn handler_arm(&mut self, name: &str, arm: &Atom) -> Ty {
+    fn handler_arm(&mut self, name: &str, arm: &'a Atom) -> Ty {
         let t = self.atom(arm);
         self.stands_in(Some(name), t, arm.span, "this handler arm");
         t
@@ -1922,7 +1943,7 @@ impl<'a> Infer<'a> {
     /// arm stands in for `name` like a `within` arm, so a bare block, a
     /// wrong arity, or an arm returning a value where a command is expected
     /// is refused before anything runs.
-    fn alias_arm(&mut self, c: &Command) {
+    fn alias_arm(&mut self, c: &'a Command) {
         let (Some(Arg::Atom(n)), Some(Arg::Atom(arm))) = (c.args.first(), c.args.get(1)) else {
             return;
         };
@@ -1999,7 +2020,7 @@ impl<'a> Infer<'a> {
     /// Types the capabilities of `grant` (§12.1): `net` and `detach` are
     /// `Bool`; the other fields (`exec`, `fs`, `editor`, `shell`, …) are typed
     /// as ordinary values and their shapes checked at run time.
-    fn grant_caps(&mut self, caps: &Atom) {
+    fn grant_caps(&mut self, caps: &'a Atom) {
         let (Primary::Record(entries), true) = (&caps.primary, caps.indexes.is_empty()) else {
             let _ = self.atom(caps);
             return;
@@ -2073,7 +2094,7 @@ impl<'a> Infer<'a> {
 
     // ---- atoms ---------------------------------------------------------------
 
-    fn atom(&mut self, a: &Atom) -> Ty {
+    fn atom(&mut self, a: &'a Atom) -> Ty {
         let mut t = self.primary(a);
         if !matches!(a.primary, Primary::Var(_)) {
             self.mark(t, a.span);
@@ -2085,7 +2106,7 @@ impl<'a> Infer<'a> {
         t
     }
 
-    fn primary(&mut self, a: &Atom) -> Ty {
+    fn primary(&mut self, a: &'a Atom) -> Ty {
         match &a.primary {
             Primary::Word(_) => self.lit(Con::String, a.span),
             Primary::Int(_) => self.lit(Con::Int, a.span),
@@ -2183,7 +2204,7 @@ impl<'a> Infer<'a> {
         }
     }
 
-    fn record(&mut self, entries: &[Entry], span: Span) -> Ty {
+    fn record(&mut self, entries: &'a [Entry], span: Span) -> Ty {
         let mut fields = Vec::new();
         let mut base = None;
         for en in entries {
@@ -2249,7 +2270,7 @@ impl<'a> Infer<'a> {
         }
     }
 
-    fn block(&mut self, b: &Block) -> Ty {
+    fn block(&mut self, b: &'a Block) -> Ty {
         self.push_frame();
         let mut tys = Vec::new();
         for p in &b.params {
@@ -2265,7 +2286,7 @@ impl<'a> Infer<'a> {
         self.store.thunk(c)
     }
 
-    fn string(&mut self, s: &StrLit) -> Ty {
+    fn string(&mut self, s: &'a StrLit) -> Ty {
         for part in &s.parts {
             if let StrPart::Splice(a) = part {
                 let t = self.atom(a);
@@ -2277,7 +2298,7 @@ impl<'a> Infer<'a> {
         self.store.string()
     }
 
-    fn index(&mut self, c: Ty, ix: &ral_syntax::ast::Index) -> Ty {
+    fn index(&mut self, c: Ty, ix: &'a ral_syntax::ast::Index) -> Ty {
         let key = &ix.key;
         let elem = self.store.fresh_value();
         let static_key = if key.indexes.is_empty() {
@@ -2451,7 +2472,7 @@ impl<'a> Infer<'a> {
 
     // ---- expressions ---------------------------------------------------------
 
-    fn expr(&mut self, e: &Expr) -> Ty {
+    fn expr(&mut self, e: &'a Expr) -> Ty {
         let t = match &e.kind {
             ExprKind::Atom(a) => self.atom(a),
             ExprKind::Paren(x) => self.expr(x),
@@ -2605,7 +2626,7 @@ fn edit_distance(a: &str, b: &str) -> usize {
 /// A closed copy of `scheme` (no store references), and whether any variable
 /// left free in it was weak or unsolved (see [`EnvEntry::weak`]).
 pub(crate) fn close_scheme(store: &TyStore, scheme: &Scheme) -> (Scheme, bool) {
-    let mut out = Scheme::new_builder();
+    let mut out = SchemeBuilder::default();
     let mut weak = false;
     let mut memo_arena: HashMap<u32, u32> = HashMap::default();
     let mut memo_store: HashMap<Ty, u32> = HashMap::default();
@@ -2623,11 +2644,10 @@ pub(crate) fn close_scheme(store: &TyStore, scheme: &Scheme) -> (Scheme, bool) {
         Job::Arena(scheme.root()),
         &mut weak,
     );
-    out.root = root;
-    return (out, weak);
+    return (out.finish(root), weak);
 
     fn alloc(
-        out: &mut Scheme,
+        out: &mut SchemeBuilder,
         ma: &mut HashMap<u32, u32>,
         ms: &mut HashMap<Ty, u32>,
         store: &TyStore,

@@ -31,7 +31,9 @@
 
 use std::fmt;
 
-use crate::ty::{Alphabet, Con, HeadSet, Kind, Label, Scheme, SchemeNode, Sort, TyVar, TyVarId};
+use crate::ty::{
+    Alphabet, Con, HeadSet, Kind, Label, Scheme, SchemeBuilder, SchemeNode, Sort, TyVar, TyVarId,
+};
 
 /// A named abbreviation in signatures, e.g. `Error` or `Report a`.
 #[derive(Clone, Copy, Debug)]
@@ -52,9 +54,20 @@ pub const STANDARD_ALIASES: &[Alias] = &[
         body: "<`just [script: String, line: Integer, col: Integer] | `none>",
     },
     Alias {
+        name: "Cause",
+        params: &[],
+        body: "<`interrupted | `cancelled | `timed-out | `terminated | `aborted | `reader-gone>",
+    },
+    Alias {
+        name: "Reason",
+        params: &[],
+        body: "<`exited Integer | `signaled Integer | `cancelled Cause | `not-found \
+               | `not-runnable | `raised>",
+    },
+    Alias {
         name: "Error",
         params: &[],
-        body: "[cmd: String, status: Integer, message: String, site: Site]",
+        body: "[cmd: String, status: Integer, reason: Reason, message: String, site: Site]",
     },
     Alias {
         name: "Option",
@@ -265,7 +278,7 @@ struct Parser<'a> {
     toks: Vec<(Tok, usize)>,
     pos: usize,
     end: usize,
-    out: &'a mut Scheme,
+    out: &'a mut SchemeBuilder,
     scope: Vec<(String, Slot)>,
     aliases: &'a [Alias],
     depth: usize,
@@ -767,7 +780,7 @@ pub fn parse_scheme(src: &str) -> Result<Scheme, SigError> {
 
 /// Parses a scheme with the given aliases.
 pub fn parse_scheme_with(src: &str, aliases: &[Alias]) -> Result<Scheme, SigError> {
-    let mut out = Scheme::new_builder();
+    let mut out = SchemeBuilder::default();
     let mut p = Parser {
         toks: lex(src)?,
         pos: 0,
@@ -781,6 +794,5 @@ pub fn parse_scheme_with(src: &str, aliases: &[Alias]) -> Result<Scheme, SigErro
     if p.pos != p.toks.len() {
         return p.err("trailing input");
     }
-    out.root = root;
-    Ok(out)
+    Ok(out.finish(root))
 }

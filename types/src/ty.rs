@@ -1664,20 +1664,18 @@ impl TyStore {
         let mut ex = Exporter {
             store: self,
             level,
-            out: Scheme::empty(),
+            out: SchemeBuilder::default(),
             memo: HashMap::default(),
         };
         let root = ex.export(t);
-        let mut out = ex.out;
-        out.root = root;
-        out
+        ex.out.finish(root)
     }
 
     /// A fresh instance of `scheme` at the current level.
     pub fn instantiate(&mut self, scheme: &Scheme) -> Ty {
-        if scheme.quantified.is_empty() {
-            if let Some(SchemeNode::Free(t)) = scheme.nodes.get(scheme.root as usize) {
-                return *t;
+        if scheme.quantified().is_empty() {
+            if let Some(SchemeNode::Free(t)) = scheme.node(scheme.root()) {
+                return t;
             }
         }
         let level = self.level;
@@ -1685,7 +1683,7 @@ impl TyStore {
         // their own store node.
         let mut next = self.nodes.len() as u32;
         let map: Vec<Ty> = scheme
-            .nodes
+            .nodes()
             .iter()
             .map(|n| match n {
                 SchemeNode::Free(t) => *t,
@@ -1697,14 +1695,14 @@ impl TyStore {
             .collect();
         let lookup = |i: u32| map.get(i as usize).copied().unwrap_or(Ty(0));
         // Pass 2: fill them in, in the same order; cycles need no special care.
-        for node in &scheme.nodes {
+        for node in scheme.nodes() {
             let term = match node {
                 SchemeNode::Free(_) => continue,
                 SchemeNode::Var(v) => Term::Var(*v),
                 SchemeNode::Con(con) => {
                     let fields = con.children().1.map(|range| {
                         let start = self.fields.len() as u32;
-                        for &(l, k) in &scheme.fields[range.range()] {
+                        for &(l, k) in scheme.fields(range) {
                             self.fields.push((l, lookup(k)));
                         }
                         FieldRange {
@@ -1724,14 +1722,14 @@ impl TyStore {
                 mark: 0,
             });
         }
-        lookup(scheme.root)
+        lookup(scheme.root())
     }
 }
 
 struct Exporter<'a> {
     store: &'a mut TyStore,
     level: u32,
-    out: Scheme,
+    out: SchemeBuilder,
     memo: HashMap<Ty, u32>,
 }
 
@@ -1796,67 +1794,41 @@ pub enum SchemeNode {
 
 /// A type scheme `∀ᾱ. body`: a closed arena whose `Var` nodes are the
 /// quantified variables. Cycles are arena back references.
+///
+/// A scheme is immutable once built and cheap to clone: a one-node scheme
+/// (every lambda-bound name, every monomorphic `let`) is held inline, and a
+/// larger one is shared behind an `Arc`, so the copies the checker keeps
+/// (the scope, the unit's bindings) share one arena. Build one with a
+/// [`SchemeBuilder`].
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Scheme {
+pub struct Scheme(SchemeRepr);
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum SchemeRepr {
+    /// One node, no fields, nothing quantified, rooted at that node.
+    One([SchemeNode; 1]),
+    /// Anything larger.
+    Many(std::sync::Arc<SchemeBody>),
+}
+
+#[derive(Debug, PartialEq, Eq)]
+struct SchemeBody {
+    nodes: Box<[SchemeNode]>,
+    fields: Box<[(Label, u32)]>,
+    quantified: Box<[TyVarId]>,
+    root: u32,
+}
+
+/// A scheme under construction: its arena, fields and quantified
+/// variables, growable; [`SchemeBuilder::finish`] freezes it.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct SchemeBuilder {
     pub(crate) nodes: Vec<SchemeNode>,
     pub(crate) fields: Vec<(Label, u32)>,
     pub(crate) quantified: Vec<TyVarId>,
-    pub(crate) root: u32,
 }
 
-impl Scheme {
-    fn empty() -> Scheme {
-        Scheme {
-            nodes: Vec::new(),
-            fields: Vec::new(),
-            quantified: Vec::new(),
-            root: 0,
-        }
-    }
-
-    /// The monomorphic scheme of a store type (a lambda-bound name).
-    pub fn mono(t: Ty) -> Scheme {
-        Scheme {
-            nodes: vec![SchemeNode::Free(t)],
-            fields: Vec::new(),
-            quantified: Vec::new(),
-            root: 0,
-        }
-    }
-
-    /// The quantified variables, in order of first appearance.
-    pub fn quantified(&self) -> &[TyVarId] {
-        &self.quantified
-    }
-
-    /// The variable behind a quantified id.
-    pub fn var(&self, id: TyVarId) -> Option<TyVar> {
-        match self.nodes.get(id.0 as usize) {
-            Some(SchemeNode::Var(v)) => Some(*v),
-            Some(SchemeNode::Free(_) | SchemeNode::Con(_)) | None => None,
-        }
-    }
-
-    /// The root node of the body.
-    pub fn root(&self) -> u32 {
-        self.root
-    }
-
-    /// An arena node.
-    pub fn node(&self, i: u32) -> Option<SchemeNode> {
-        self.nodes.get(i as usize).copied()
-    }
-
-    /// The fields of a row node of this arena.
-    pub fn fields(&self, range: FieldRange) -> &[(Label, u32)] {
-        self.fields.get(range.range()).unwrap_or(&[])
-    }
-
-    /// Whether the scheme refers to no store (so it can outlive one).
-    pub fn is_closed(&self) -> bool {
-        !self.nodes.iter().any(|n| matches!(n, SchemeNode::Free(_)))
-    }
-
+impl SchemeBuilder {
     pub(crate) fn push_fields(&mut self, fields: &[(Label, u32)]) -> FieldRange {
         let start = self.fields.len() as u32;
         self.fields.extend_from_slice(fields);
@@ -1878,15 +1850,94 @@ impl Scheme {
         }
     }
 
-    pub(crate) fn new_builder() -> Scheme {
-        Scheme::empty()
+    /// An arena node.
+    pub(crate) fn node(&self, i: u32) -> Option<SchemeNode> {
+        self.nodes.get(i as usize).copied()
+    }
+
+    /// The finished scheme with body `root`.
+    pub(crate) fn finish(self, root: u32) -> Scheme {
+        if let ([node], true, true, 0) = (
+            self.nodes.as_slice(),
+            self.fields.is_empty(),
+            self.quantified.is_empty(),
+            root,
+        ) {
+            return Scheme(SchemeRepr::One([*node]));
+        }
+        Scheme(SchemeRepr::Many(std::sync::Arc::new(SchemeBody {
+            nodes: self.nodes.into_boxed_slice(),
+            fields: self.fields.into_boxed_slice(),
+            quantified: self.quantified.into_boxed_slice(),
+            root,
+        })))
+    }
+}
+
+impl Scheme {
+    /// The monomorphic scheme of a store type (a lambda-bound name).
+    pub fn mono(t: Ty) -> Scheme {
+        Scheme(SchemeRepr::One([SchemeNode::Free(t)]))
+    }
+
+    /// The arena.
+    pub(crate) fn nodes(&self) -> &[SchemeNode] {
+        match &self.0 {
+            SchemeRepr::One(node) => node,
+            SchemeRepr::Many(body) => &body.nodes,
+        }
+    }
+
+    /// The quantified variables, in order of first appearance.
+    pub fn quantified(&self) -> &[TyVarId] {
+        match &self.0 {
+            SchemeRepr::One(_) => &[],
+            SchemeRepr::Many(body) => &body.quantified,
+        }
+    }
+
+    /// The variable behind a quantified id.
+    pub fn var(&self, id: TyVarId) -> Option<TyVar> {
+        match self.node(id.0) {
+            Some(SchemeNode::Var(v)) => Some(v),
+            Some(SchemeNode::Free(_) | SchemeNode::Con(_)) | None => None,
+        }
+    }
+
+    /// The root node of the body.
+    pub fn root(&self) -> u32 {
+        match &self.0 {
+            SchemeRepr::One(_) => 0,
+            SchemeRepr::Many(body) => body.root,
+        }
+    }
+
+    /// An arena node.
+    pub fn node(&self, i: u32) -> Option<SchemeNode> {
+        self.nodes().get(i as usize).copied()
+    }
+
+    /// The fields of a row node of this arena.
+    pub fn fields(&self, range: FieldRange) -> &[(Label, u32)] {
+        match &self.0 {
+            SchemeRepr::One(_) => &[],
+            SchemeRepr::Many(body) => body.fields.get(range.range()).unwrap_or(&[]),
+        }
+    }
+
+    /// Whether the scheme refers to no store (so it can outlive one).
+    pub fn is_closed(&self) -> bool {
+        !self
+            .nodes()
+            .iter()
+            .any(|n| matches!(n, SchemeNode::Free(_)))
     }
 
     /// Flattened fields and final tail of an arena row.
     pub(crate) fn row_parts(&self, row: u32) -> (Vec<(Label, u32)>, u32) {
         let mut out = Vec::new();
         let mut cur = row;
-        for _ in 0..=self.nodes.len() {
+        for _ in 0..=self.nodes().len() {
             match self.node(cur) {
                 Some(SchemeNode::Con(Con::Row { fields, tail, .. })) => {
                     out.extend_from_slice(self.fields(fields));
@@ -1904,7 +1955,7 @@ impl Scheme {
         let mut pairs: HashSet<(u32, u32)> = HashSet::default();
         let mut left: HashMap<u32, u32> = HashMap::default();
         let mut right: HashMap<u32, u32> = HashMap::default();
-        let mut stack = vec![(self.root, other.root)];
+        let mut stack = vec![(self.root(), other.root())];
         while let Some((x, y)) = stack.pop() {
             if !pairs.insert((x, y)) {
                 continue;

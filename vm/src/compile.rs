@@ -457,6 +457,7 @@ impl<'a, 'm> FnCx<'a, 'm> {
                 | Op::JumpIfNotLeInt { target, .. }
                 | Op::JumpIfNotTag { target, .. }
                 | Op::PushTry { target, .. }
+                | Op::AuditBegin { target, .. }
                 | Op::PushChain { target }
                 | Op::PushGuard { target },
             ) => target,
@@ -908,10 +909,6 @@ impl<'a, 'm> FnCx<'a, 'm> {
             self.stmt(s)?;
         }
         self.load(&b.result, dst)
-    }
-
-    fn unsupported(&mut self, feature: Feature) {
-        self.emit(Op::Unsupported { feature });
     }
 
     fn expr(&mut self, e: &Expr, dst: Reg) -> R<()> {
@@ -1450,7 +1447,33 @@ impl<'a, 'm> FnCx<'a, 'm> {
                 self.no_tail -= 1;
                 self.emit(Op::GrantPop);
             }
-            Expr::Audit { .. } => self.unsupported(Feature::Audit),
+            Expr::Audit { body } => {
+                // Where the scope's observations begin and the error record
+                // a failure lands with are held across the body.
+                let mark = self.next;
+                let m = self.temp()?;
+                let e = self.temp()?;
+                let push = self.emit(Op::AuditBegin {
+                    mark: m,
+                    err: e,
+                    target: 0,
+                });
+                self.no_tail += 1;
+                self.block(body, dst)?;
+                self.no_tail -= 1;
+                self.emit(Op::AuditEnd { dst, mark: m });
+                let jend = self.emit(Op::Jump { target: 0 });
+                let catch = self.here();
+                self.patch(push, catch);
+                self.emit(Op::AuditFail {
+                    dst,
+                    mark: m,
+                    err: e,
+                });
+                self.release(mark);
+                let end = self.here();
+                self.patch(jend, end);
+            }
             Expr::Redirected { body, redirects } => {
                 self.redirects(redirects)?;
                 self.no_tail += 1;

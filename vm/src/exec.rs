@@ -45,12 +45,19 @@
 //! [`Escape::Exit`], which no handler catches. Cancellation (the context's
 //! cancel flag) is polled at backward jumps, calls and builtin entry.
 //!
+//! # `audit`
+//!
+//! `AuditBegin` installs a handler as `PushTry` does and opens a trail
+//! scope (remembering where its observations begin in a register);
+//! `AuditEnd` closes it with the body's value, and a failure unwinding to
+//! the handler lands on `AuditFail` with the `try` record. The observations
+//! themselves are made by the doors ([`crate::audit`]).
+//!
 //! # Not yet supported
 //!
-//! `audit` compiles to [`Op::Unsupported`], which fails with a message
-//! naming the feature (spec/deviations.md S7); so does a recursive-group
-//! member referenced from a function outside the group, which the lowering
-//! does not produce. There is no fuel accounting (STYLE §3.9); the cancel
+//! A recursive-group member referenced from a function outside the group,
+//! which the lowering does not produce, compiles to [`Op::Unsupported`],
+//! which fails with a message naming the feature. There is no fuel accounting (STYLE §3.9); the cancel
 //! flag is the only stop point. The process runtime, redirects, pipelines,
 //! `within`, `grant` and `use` are in [`crate::runtime`].
 
@@ -147,6 +154,8 @@ struct Depths {
     withins: usize,
     grants: usize,
     stash: usize,
+    /// Open audit trails ([`Vm::observing`]).
+    audits: usize,
 }
 
 /// Where a child's standard input comes from when nothing redirects it.
@@ -231,6 +240,16 @@ pub struct Vm {
     /// What the `number` and `comparable` positions of the run's decodes
     /// agreed on (§7.3); cleared at each top-level load.
     agreements: crate::admit::Agreements,
+    /// The observations of the open audit trails ([`crate::audit`]).
+    pub(crate) trail: Vec<crate::audit::Observation>,
+    /// How many audit trails are open (scopes and a host's run trails).
+    pub(crate) audits: usize,
+    /// How many of `audits` a host opened ([`Vm::open_trail`]); a run's
+    /// end leaves those open.
+    pub(crate) base_audits: usize,
+    /// The shell principal observations are recorded under (§13.3); empty
+    /// unless a host names one.
+    pub principal: Arc<str>,
 }
 
 /// A host builtin's implementation: it gets the whole machine (the
@@ -295,6 +314,10 @@ impl Vm {
             def_types: Vec::new(),
             site_cache: crate::admit::SiteCache::default(),
             agreements: crate::admit::Agreements::default(),
+            trail: Vec::new(),
+            audits: 0,
+            base_audits: 0,
+            principal: Arc::from(""),
         }
     }
 
@@ -339,6 +362,12 @@ impl Vm {
             def_types: self.def_types.clone(),
             site_cache: crate::admit::SiteCache::default(),
             agreements: self.agreements.clone(),
+            // Work forked while a trail is open records a fragment of its
+            // own, which whoever joins it merges back (§13.3).
+            trail: Vec::new(),
+            audits: usize::from(self.observing()),
+            base_audits: usize::from(self.observing()),
+            principal: self.principal.clone(),
         }
     }
 
@@ -571,22 +600,23 @@ impl Vm {
         if f.site.is_some() {
             return;
         }
-        let Some(fr) = self.frames.last() else {
-            return;
-        };
-        let Some(span) = self
+        f.site = self.current_site();
+    }
+
+    /// The site of the instruction the innermost frame is executing (its
+    /// saved `pc` is one past it), when its source is known.
+    #[cold]
+    pub fn current_site(&self) -> Option<crate::failure::Site> {
+        let fr = self.frames.last()?;
+        let span = self
             .protos
             .get(fr.proto as usize)
-            .and_then(|p| p.spans.get((fr.pc as usize).checked_sub(1)?))
-        else {
-            return;
-        };
+            .and_then(|p| p.spans.get((fr.pc as usize).checked_sub(1)?))?;
         let i = self
             .sources
             .partition_point(|(first, _)| *first <= fr.proto);
-        if let Some((_, src)) = i.checked_sub(1).and_then(|i| self.sources.get(i)) {
-            f.site = Some(src.site(span.start));
-        }
+        let (_, src) = i.checked_sub(1).and_then(|i| self.sources.get(i))?;
+        Some(src.site(span.start))
     }
 
     /// Compiles `module` into the program (reserving slots for its
@@ -889,6 +919,7 @@ impl Vm {
             withins: self.withins.len(),
             grants: self.grants.len(),
             stash: self.stash.len(),
+            audits: self.audits,
         }
     }
 
@@ -896,7 +927,7 @@ impl Vm {
     /// dropped (an uncommitted atomic write is removed), pipelines are
     /// abandoned, `within` contexts are restored innermost first.
     fn restore_depths(&mut self, d: Depths) {
-        self.io.truncate(d.io);
+        self.drop_io_to(d.io);
         self.abandon_pipes(d.pipes);
         while self.withins.len() > d.withins {
             if let Some(save) = self.withins.pop() {
@@ -905,6 +936,8 @@ impl Vm {
         }
         self.grants.truncate(d.grants);
         self.stash.truncate(d.stash);
+        // After the writes above settled: they belong to the scopes left.
+        self.audits = d.audits;
     }
 
     fn clear_dynamic(&mut self) {
@@ -914,6 +947,7 @@ impl Vm {
             withins: 0,
             grants: self.base_grants,
             stash: 0,
+            audits: self.base_audits,
         });
         self.masked.clear();
     }
@@ -2207,13 +2241,14 @@ impl Vm {
                 }
                 Op::IoPush => self.io.push(crate::io::IoFrame::default()),
                 Op::Redir { fd, kind, src } => {
+                    // An open trail places its observations here.
+                    save!();
                     let v = r!(src).clone();
                     tri!(self.redirect(fd, kind, &v));
                 }
                 Op::IoPop => {
-                    if let Some(mut f) = self.io.pop() {
-                        tri!(f.commit());
-                    }
+                    save!();
+                    tri!(self.io_pop());
                 }
                 Op::PipeBegin => self.pipe_begin(),
                 Op::PipeStage { proto: p } => {
@@ -2251,6 +2286,35 @@ impl Vm {
                         self.exec_command(crate::op::ExecMode::Name, &h, &a)?;
                     }
                     set!(dst, Value::Unit);
+                }
+                Op::AuditBegin { mark, err, target } => {
+                    self.handlers.push(Handler {
+                        frame: self.frames.len(),
+                        target,
+                        err: Some(err),
+                        guard: false,
+                        depth: self.depths(),
+                    });
+                    let start = i64::try_from(self.trail.len()).unwrap_or(i64::MAX);
+                    set!(mark, Value::Int(start));
+                    self.audits += 1;
+                }
+                Op::AuditEnd { dst, mark } => {
+                    self.handlers.pop();
+                    self.audits = self.audits.saturating_sub(1);
+                    let start = trail_start(&r!(mark));
+                    let value = std::mem::take(&mut r!(dst));
+                    let report = self.close_scope(start, crate::audit::outcome_ok(value));
+                    set!(dst, report);
+                }
+                Op::AuditFail { dst, mark, err } => {
+                    // The unwinder closed the scope (its depth) and put the
+                    // error record in `r[err]`.
+                    let start = trail_start(&r!(mark));
+                    let record = std::mem::take(&mut r!(err));
+                    let outcome = Value::variant("err", Some(record));
+                    let report = self.close_scope(start, outcome);
+                    set!(dst, report);
                 }
                 Op::Unsupported { feature } => tri!(Err(Failure::error(format!(
                     "{} is not supported by this VM yet",
@@ -2359,8 +2423,8 @@ impl Ctx for Vm {
         self.args.to_vec()
     }
 
-    fn check_fs(&self, op: crate::caps::FsOp, path: &std::path::Path) -> Result<(), Failure> {
-        crate::caps::check_fs(&self.grants, op, path)
+    fn check_fs(&mut self, op: crate::caps::FsOp, path: &std::path::Path) -> Result<(), Failure> {
+        Vm::check_fs(self, op, path)
     }
 
     fn exiting(&self) -> bool {
@@ -2406,6 +2470,15 @@ pub(crate) fn exit_status(n: i64) -> Result<i32, Failure> {
             i32::MAX
         ))
     })
+}
+
+/// Where an `audit` scope's observations begin, as `AuditBegin` stored
+/// it.
+fn trail_start(mark: &Value) -> usize {
+    match mark {
+        Value::Int(n) => usize::try_from(*n).unwrap_or(0),
+        _ => 0,
+    }
 }
 
 fn depth_exceeded(limit: usize) -> Failure {

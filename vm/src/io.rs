@@ -83,6 +83,26 @@ pub struct IoFrame {
     pub input: In,
     /// Atomic writes to commit when the frame is popped normally.
     pub pending: Vec<Pending>,
+    /// The writes an open audit trail watches, settled when the frame
+    /// ends (§13.3).
+    pub watches: Vec<Watch>,
+}
+
+/// A redirect's write an open trail is watching.
+#[derive(Debug)]
+pub struct Watch {
+    /// The target as the redirect resolved it.
+    pub path: PathBuf,
+    pub mode: crate::audit::WriteMode,
+    /// An atomic `>` (committed by rename, or aborted).
+    pub atomic: bool,
+    pub start: i64,
+    pub site: Option<crate::failure::Site>,
+    /// The target's content before the write, when it could be kept.
+    pub old: Option<Vec<u8>>,
+    /// How long the trail was when the redirect opened (a failed commit
+    /// is reported on the command observed after it).
+    pub trail_mark: usize,
 }
 
 impl IoFrame {
@@ -93,6 +113,7 @@ impl IoFrame {
             err: Out::Below,
             input: In::Below,
             pending: Vec::new(),
+            watches: Vec::new(),
         }
     }
 

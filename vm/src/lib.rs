@@ -11,6 +11,8 @@
 //! - [`value`]: [`Value`] (16 bytes, `Send + Sync`, clone = refcount bump),
 //!   records/maps, variants, function and handle placeholders.
 //! - [`failure`]: [`Failure`], the recoverable failure outcome.
+//! - [`audit`]: the audit trail's observations and the doors that record
+//!   them (§13.3, §12.7).
 //! - [`display`]: canonical numbers, the text conversion, the interactive
 //!   renderer.
 //! - [`quote`]: ral and POSIX word quoting.
@@ -22,6 +24,7 @@
 //!   [`BuiltinFn`]) and the registry.
 
 pub mod admit;
+pub mod audit;
 pub mod builtins;
 pub mod caps;
 pub mod codec;

@@ -42,7 +42,6 @@ pub enum Feature {
     Exec,
     Within,
     Grant,
-    Audit,
     Pipeline,
     Redirect,
     Guard,
@@ -57,7 +56,6 @@ impl Feature {
             Feature::Exec => "running commands (external programs and command dispatch)",
             Feature::Within => "`within`",
             Feature::Grant => "`grant`",
-            Feature::Audit => "`audit`",
             Feature::Pipeline => "pipelines",
             Feature::Redirect => "redirects",
             Feature::Guard => "`guard`",
@@ -388,6 +386,17 @@ pub enum Op {
     PushGuard { target: u32 },
     /// Fails again with the failure the innermost guard held.
     Reraise,
+    /// Opens an `audit` scope (§13.3): installs a handler as `PushTry`
+    /// does (a failure puts the error record in `r[err]` and jumps to
+    /// `target`) and opens a trail; `r[mark] :=` where its observations
+    /// begin.
+    AuditBegin { mark: Reg, err: Reg, target: u32 },
+    /// Closes the scope `r[mark]` opened, the body having returned `r[dst]`:
+    /// removes the handler and `r[dst] :=` the report with `` `ok r[dst] ``.
+    AuditEnd { dst: Reg, mark: Reg },
+    /// Where a failure of the scope `r[mark]` opened lands: `r[dst] :=` the
+    /// report with `` `err r[err] ``.
+    AuditFail { dst: Reg, mark: Reg, err: Reg },
     /// Fails: the feature is not supported by this VM yet.
     Unsupported { feature: Feature },
 }
@@ -968,6 +977,20 @@ impl Proto {
                     jump_to(*target)?;
                 }
                 Op::Reraise => {}
+                Op::AuditBegin { mark, err, target } => {
+                    reg(mark)?;
+                    reg(err)?;
+                    jump_to(*target)?;
+                }
+                Op::AuditEnd { dst, mark } => {
+                    reg(dst)?;
+                    reg(mark)?;
+                }
+                Op::AuditFail { dst, mark, err } => {
+                    reg(dst)?;
+                    reg(mark)?;
+                    reg(err)?;
+                }
                 Op::Unsupported { .. } => {}
             }
         }
@@ -1139,6 +1162,9 @@ impl Op {
             Op::GrantPush { .. } => "grant-push",
             Op::GrantPop => "grant-pop",
             Op::PushGuard { .. } => "push-guard",
+            Op::AuditBegin { .. } => "audit-begin",
+            Op::AuditEnd { .. } => "audit-end",
+            Op::AuditFail { .. } => "audit-fail",
             Op::Reraise => "reraise",
             Op::Unsupported { .. } => "unsupported",
         }
@@ -1390,6 +1416,13 @@ impl Op {
             Op::PipeStage { proto } => (format!("p{proto}"), none()),
             Op::WithinPush { opts } => (r(opts), none()),
             Op::PushGuard { target } => (format!("@{target}"), none()),
+            Op::AuditBegin { mark, err, target } => {
+                (format!("{}, {}, @{target}", r(mark), r(err)), none())
+            }
+            Op::AuditEnd { dst, mark } => (format!("{}, {}", r(dst), r(mark)), none()),
+            Op::AuditFail { dst, mark, err } => {
+                (format!("{}, {}, {}", r(dst), r(mark), r(err)), none())
+            }
             Op::Unsupported { feature } => (feature.name().to_owned(), none()),
         }
     }

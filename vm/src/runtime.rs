@@ -58,6 +58,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
+use crate::audit::{
+    now_us, CommandObs, Observation, Origin, Retained, What, WriteMode, WriteObs, WriteOutcome,
+};
 use crate::display::to_text;
 use crate::exec::{Escape, Stdin, Stdout, Vm};
 use crate::failure::{Cause, Failure, Reason};
@@ -89,7 +92,8 @@ struct LastStage {
 }
 
 struct Stage {
-    thread: JoinHandle<Result<(), Failure>>,
+    /// The stage's outcome and the observations it made (§13.3).
+    thread: JoinHandle<(Result<(), Failure>, Vec<Observation>)>,
     /// The stage's standard error when it could not be a descriptor.
     err: Option<SharedBuf>,
 }
@@ -178,10 +182,12 @@ impl Vm {
         }
     }
 
-    /// The child's plan for output stream `s`.
-    fn plan(&self, s: Stream) -> Result<(Plan, Target), Failure> {
+    /// The child's plan for output stream `s`; `teed` pumps it whatever
+    /// its destination (an open trail copies the bytes).
+    fn plan(&self, s: Stream, teed: bool) -> Result<(Plan, Target), Failure> {
         let target = io::resolve(&self.io, s);
         let plan = match &target {
+            _ if teed => Plan::Pump,
             Target::Base(Stream::Out) if matches!(self.stdout, Stdout::Inherit) => {
                 Plan::Direct(Stdio::inherit())
             }
@@ -488,16 +494,25 @@ impl Vm {
         match process::search_path(name, path.as_deref(), &cwd) {
             Some(program) => self.run_program(name, program, args),
             None => {
-                if let Some(file) = process::search_path_unrunnable(name, path.as_deref(), &cwd) {
-                    return Err(process::not_runnable(name, &file));
+                let start = now_us();
+                let f = if let Some(file) =
+                    process::search_path_unrunnable(name, path.as_deref(), &cwd)
+                {
+                    process::not_runnable(name, &file)
+                } else {
+                    let names: Vec<&str> = ral_types::builtin_table()
+                        .iter()
+                        .map(|b| b.name)
+                        .filter(|n| !n.starts_with('_'))
+                        .collect();
+                    let sugg = process::suggest(name, path.as_deref(), &names);
+                    process::not_found(name, &sugg)
+                };
+                let result = Err(f);
+                if self.observing() {
+                    self.observe_command(start, name, &args, &result, Tee::default());
                 }
-                let names: Vec<&str> = ral_types::builtin_table()
-                    .iter()
-                    .map(|b| b.name)
-                    .filter(|n| !n.starts_with('_'))
-                    .collect();
-                let sugg = process::suggest(name, path.as_deref(), &names);
-                Err(process::not_found(name, &sugg))
+                result
             }
         }
     }
@@ -514,12 +529,65 @@ impl Vm {
         program: PathBuf,
         args: Vec<String>,
     ) -> Result<(), Failure> {
+        if !self.observing() {
+            return self.launch(name, program, args, None);
+        }
+        // Under an open trail (§13.3) the command is observed: its argv,
+        // its outcome, and a copy of its output streams.
+        let start = now_us();
+        let mut tee = Tee::default();
+        let result = self.launch(name, program, args.clone(), Some(&mut tee));
+        self.observe_command(start, name, &args, &result, tee);
+        result
+    }
+
+    /// Records a command observation for `name args`, which ran from
+    /// `start` and ended with `result`.
+    fn observe_command(
+        &mut self,
+        start: i64,
+        name: &str,
+        args: &[String],
+        result: &Result<(), Failure>,
+        tee: Tee,
+    ) {
+        let mut argv = Vec::with_capacity(args.len() + 1);
+        argv.push(name.to_owned());
+        argv.extend(args.iter().cloned());
+        let (status, error) = match result {
+            Ok(()) => (0, String::new()),
+            Err(f) => (f.status, f.message.clone()),
+        };
+        self.observe_here(
+            start,
+            What::Command(Box::new(CommandObs {
+                argv,
+                status,
+                origin: Origin::External,
+                stdout: tee.out.into_bytes(),
+                stderr: tee.err.into_bytes(),
+                error,
+            })),
+        );
+    }
+
+    /// Starts `program` as `name` with `args` on the current streams and
+    /// waits for it. With `tee`, both output streams are pumped so their
+    /// bytes are copied there on their way (§13.3).
+    fn launch(
+        &mut self,
+        name: &str,
+        program: PathBuf,
+        args: Vec<String>,
+        mut tee: Option<&mut Tee>,
+    ) -> Result<(), Failure> {
         self.poll_cancel()?;
         if !self.grants.is_empty() && program.exists() {
-            crate::caps::check_exec(&self.grants, name, &program, &args).map_err(|mut f| {
+            if let Err(mut f) = crate::caps::check_exec(&self.grants, name, &program, &args) {
                 f.cmd = Some(name.into());
-                f
-            })?;
+                self.observe_exec_denial(name, &program, &args, &f);
+                return Err(f);
+            }
         }
         // The second layer (§12.10): confined by the kernel when a layer
         // restricts fs, exec or net; refused when the kernel cannot.
@@ -528,18 +596,19 @@ impl Vm {
         if sandbox.is_some() {
             crate::sandbox::scrub_env(&mut env);
         }
-        let (out_plan, out_target) = self.plan(Stream::Out)?;
+        let teed = tee.is_some();
+        let (out_plan, out_target) = self.plan(Stream::Out, teed)?;
         let (err_plan, err_target) =
             if io::same_target(&out_target, &io::resolve(&self.io, Stream::Err)) {
                 // `2>&1`: standard error is standard output's own descriptor,
                 // or the same pumped pipe, so order of writes is kept (§7.4).
-                let plan = match self.target_fd(&out_target)? {
-                    Some(f) => Plan::Direct(Stdio::from(f)),
-                    None => Plan::WithOut,
+                let plan = match (teed, self.target_fd(&out_target)?) {
+                    (false, Some(f)) => Plan::Direct(Stdio::from(f)),
+                    (true, _) | (false, None) => Plan::WithOut,
                 };
                 (plan, out_target.clone())
             } else {
-                self.plan(Stream::Err)?
+                self.plan(Stream::Err, teed)?
             };
         let launch = Launch {
             name,
@@ -563,8 +632,50 @@ impl Vm {
                 Stream::Out => &out_target,
                 Stream::Err => &err_target,
             };
-            self.write_target(t, bytes)
+            let written = self.write_target(t, bytes);
+            if let Some(tee) = tee.as_deref_mut() {
+                match s {
+                    Stream::Out => tee.out.push(bytes),
+                    Stream::Err => tee.err.push(bytes),
+                }
+                // A pumped copy for a terminal is not held back in a line
+                // buffer behind bytes written directly.
+                if let Target::Base(stream) = t {
+                    flush_base(self, *stream);
+                }
+            }
+            written
         })
+    }
+
+    /// Records an `exec` denial (§12.7): the command, the file it would
+    /// have run, its evaluated arguments and why.
+    pub fn observe_exec_denial(
+        &mut self,
+        name: &str,
+        program: &Path,
+        args: &[String],
+        f: &Failure,
+    ) {
+        if !self.observing() {
+            return;
+        }
+        let mut shown = String::new();
+        for (i, a) in args.iter().enumerate() {
+            if i > 0 {
+                shown.push(' ');
+            }
+            crate::quote::write_ral_word(&mut shown, a);
+        }
+        self.observe_denial(
+            "exec",
+            vec![
+                ("command".into(), name.to_owned()),
+                ("path".into(), program.display().to_string()),
+                ("args".into(), shown),
+                ("reason".into(), f.message.clone()),
+            ],
+        );
     }
 
     // ---- redirects (§7.4, §7.5) ----
@@ -584,9 +695,16 @@ impl Vm {
             RedirCode::Read => {
                 let path = self.expand_path(&crate::display::to_text(src))?;
                 self.check_fs(crate::caps::FsOp::Read, &path)?;
+                let start = now_us();
                 let f = File::open(&path)
                     .map_err(|e| Failure::error(format!("cannot read {}: {e}", path.display())))?;
                 self.top_io()?.input = In::File(Arc::new(f));
+                self.observe_here(
+                    start,
+                    What::Read {
+                        path: path.display().to_string(),
+                    },
+                );
                 Ok(())
             }
             RedirCode::Here => {
@@ -601,7 +719,6 @@ impl Vm {
                     return Err(Failure::error(format!("cannot redirect descriptor {fd}")));
                 };
                 let path = self.expand_path(&crate::display::to_text(src))?;
-                self.check_fs(crate::caps::FsOp::Write, &path)?;
                 // `2>` streams (§7.4): diagnostics are not held back until
                 // the command ends, and what landed stays if it fails. Only
                 // standard output's `>` is atomic.
@@ -609,7 +726,41 @@ impl Vm {
                     (Stream::Err, RedirCode::Write) => RedirCode::Stream,
                     _ => kind,
                 };
-                let (file, pending) = open_output(&path, kind)?;
+                let mode = match kind {
+                    RedirCode::Append => WriteMode::Append,
+                    RedirCode::Stream => WriteMode::Stream,
+                    _ => WriteMode::Write,
+                };
+                let start = now_us();
+                if let Err(f) = self.check_fs(crate::caps::FsOp::Write, &path) {
+                    self.observe_write_failed(start, &path, mode);
+                    return Err(f);
+                }
+                // The before-image is read before the target is touched.
+                let old = match self.observing() {
+                    true => match crate::audit::image(&path, &self.grants) {
+                        crate::audit::Image::Absent => Some(Vec::new()),
+                        crate::audit::Image::Bytes(b) => Some(b),
+                        crate::audit::Image::Unkept => None,
+                    },
+                    false => None,
+                };
+                let (file, pending) = match open_output(&path, kind) {
+                    Ok(opened) => opened,
+                    Err(f) => {
+                        self.observe_write_failed(start, &path, mode);
+                        return Err(f);
+                    }
+                };
+                let watch = self.observing().then(|| io::Watch {
+                    path: path.clone(),
+                    mode,
+                    atomic: pending.is_some(),
+                    start,
+                    site: self.current_site(),
+                    old,
+                    trail_mark: self.trail.len(),
+                });
                 let top = self.top_io()?;
                 let out = Out::File(Arc::new(file));
                 match stream {
@@ -619,7 +770,113 @@ impl Vm {
                 if let Some(p) = pending {
                     top.pending.push(p);
                 }
+                if let Some(w) = watch {
+                    top.watches.push(w);
+                }
                 Ok(())
+            }
+        }
+    }
+
+    /// Records a write whose target never opened (§13.3: `failed`, with
+    /// no images).
+    fn observe_write_failed(&mut self, start: i64, path: &Path, mode: WriteMode) {
+        self.observe_here(
+            start,
+            What::Write(Box::new(WriteObs {
+                path: path.display().to_string(),
+                mode,
+                outcome: WriteOutcome::Failed,
+                new_bytes: None,
+                old_bytes: None,
+            })),
+        );
+    }
+
+    /// Records a watched write settling with `outcome`; a write that
+    /// landed carries the target's images.
+    fn settle_watch(&mut self, w: io::Watch, outcome: WriteOutcome) {
+        let landed = outcome == WriteOutcome::Committed;
+        let new_bytes = match landed {
+            true => match crate::audit::image(&w.path, &self.grants) {
+                crate::audit::Image::Bytes(b) => Some(b),
+                crate::audit::Image::Absent | crate::audit::Image::Unkept => None,
+            },
+            false => None,
+        };
+        self.observe(
+            w.site,
+            w.start,
+            now_us(),
+            What::Write(Box::new(WriteObs {
+                path: w.path.display().to_string(),
+                mode: w.mode,
+                outcome,
+                new_bytes,
+                old_bytes: if landed { w.old } else { None },
+            })),
+        );
+    }
+
+    /// Pops the top IO frame normally (`IoPop`): its atomic writes are
+    /// committed and its watched writes settle. When a commit fails after
+    /// the command in the frame exited cleanly, that command's observation
+    /// reports the failed commit (§13.3).
+    pub(crate) fn io_pop(&mut self) -> Result<(), Failure> {
+        let Some(mut frame) = self.io.pop() else {
+            return Ok(());
+        };
+        let watches = std::mem::take(&mut frame.watches);
+        let committed = frame.commit();
+        // The files close here, so the after-images are complete.
+        drop(frame);
+        if watches.is_empty() {
+            return committed;
+        }
+        let mark = watches.iter().map(|w| w.trail_mark).min().unwrap_or(0);
+        for w in watches {
+            let outcome = match (&committed, w.atomic) {
+                (Err(_), true) => WriteOutcome::Failed,
+                _ => WriteOutcome::Committed,
+            };
+            self.settle_watch(w, outcome);
+        }
+        if let Err(f) = &committed {
+            let from = mark.min(self.trail.len());
+            let last = self
+                .trail
+                .get_mut(from..)
+                .and_then(|t| {
+                    t.iter_mut().rev().find_map(|o| match &mut o.what {
+                        What::Command(c) => Some(c),
+                        _ => None,
+                    })
+                })
+                .filter(|c| c.status == 0);
+            if let Some(c) = last {
+                c.status = f.status;
+                c.error = f.message.clone();
+            }
+        }
+        committed
+    }
+
+    /// Drops the IO frames above `depth` without committing them (a
+    /// failure or an escape is leaving their scope): an atomic `>` is
+    /// aborted, a streaming write stays committed as its bytes landed.
+    pub(crate) fn drop_io_to(&mut self, depth: usize) {
+        while self.io.len() > depth {
+            let Some(mut frame) = self.io.pop() else {
+                break;
+            };
+            let watches = std::mem::take(&mut frame.watches);
+            drop(frame);
+            for w in watches {
+                let outcome = match w.atomic {
+                    true => WriteOutcome::Aborted,
+                    false => WriteOutcome::Committed,
+                };
+                self.settle_watch(w, outcome);
             }
         }
     }
@@ -676,6 +933,7 @@ impl Vm {
                 None => In::Below,
             },
             pending: Vec::new(),
+            watches: Vec::new(),
         });
         let thread = std::thread::Builder::new()
             .name("ral-stage".into())
@@ -699,16 +957,17 @@ impl Vm {
         proto: u32,
         locals: Vec<Value>,
         env: Option<Arc<Func>>,
-    ) -> Result<(), Failure> {
+    ) -> (Result<(), Failure>, Vec<Observation>) {
         let r = self.run_proto_with(proto, locals, env);
         // Close the pipe before anything else so the reader sees EOF.
-        self.io.clear();
-        match r {
+        self.drop_io_to(0);
+        let outcome = match r {
             Ok(_) => Ok(()),
             Err(Escape::Fail(f)) => Err(f),
             Err(Escape::Exit(0)) => Ok(()),
             Err(Escape::Exit(n)) => Err(Failure::raised(n, format!("exit {n}"))),
-        }
+        };
+        (outcome, self.take_trail())
     }
 
     /// The final stage's input frame; the shell state the stage must not
@@ -758,7 +1017,7 @@ impl Vm {
             if let Some(last) = run.last.take() {
                 // Dropping the input frame closes the last read end, so a
                 // producer still writing is cut off rather than waited on.
-                self.io.truncate(last.io_depth);
+                self.drop_io_to(last.io_depth);
                 self.restore_last_stage(last);
             }
             let earlier = self.join_stages(run.stages);
@@ -787,7 +1046,12 @@ impl Vm {
                 std::thread::sleep(std::time::Duration::from_micros(micros));
             }
             let result = match stage.thread.join() {
-                Ok(r) => r,
+                Ok((r, fragment)) => {
+                    // The stage's observations join the trail that owns
+                    // the pipeline (§13.3).
+                    self.merge_trail(fragment);
+                    r
+                }
                 Err(_) => Err(Failure::error("a pipeline stage panicked")),
             };
             if let Some(buf) = stage.err {
@@ -1116,12 +1380,27 @@ impl Vm {
             },
         )?;
         self.grants.push(Arc::new(layer));
+        self.observe_deputies();
         Ok(())
     }
 
-    /// Checks a filesystem operation ral performs itself against the grants.
-    pub fn check_fs(&self, op: crate::caps::FsOp, path: &Path) -> Result<(), Failure> {
-        crate::caps::check_fs(&self.grants, op, path)
+    /// Checks a filesystem operation ral performs itself against the
+    /// grants; under an open trail a denial is recorded (§12.7).
+    pub fn check_fs(&mut self, op: crate::caps::FsOp, path: &Path) -> Result<(), Failure> {
+        let verdict = crate::caps::check_fs(&self.grants, op, path);
+        if let (Err(f), true) = (&verdict, self.observing()) {
+            let op = match op {
+                crate::caps::FsOp::Read => "read",
+                crate::caps::FsOp::Write => "write",
+            };
+            let fields = vec![
+                ("op".into(), op.to_owned()),
+                ("path".into(), path.display().to_string()),
+                ("reason".into(), f.message.clone()),
+            ];
+            self.observe_denial("fs", fields);
+        }
+        verdict
     }
 
     // ---- cd (§10.2) ----
@@ -1205,6 +1484,29 @@ fn line_col(text: &str, at: usize) -> (usize, usize) {
     let line = before.matches('\n').count() + 1;
     let col = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
     (line, col)
+}
+
+/// The copies an open trail keeps of a command's two output streams.
+#[derive(Default)]
+struct Tee {
+    out: Retained,
+    err: Retained,
+}
+
+/// Flushes an inherited standard stream (a pumped copy must not wait in
+/// the line buffer).
+fn flush_base(vm: &mut Vm, s: Stream) {
+    use std::io::Write;
+    let sink = match s {
+        Stream::Out => &mut vm.stdout,
+        Stream::Err => &mut vm.stderr,
+    };
+    if let Stdout::Inherit = sink {
+        let _ = match s {
+            Stream::Out => std::io::stdout().flush(),
+            Stream::Err => std::io::stderr().flush(),
+        };
+    }
 }
 
 fn write_base(sink: &mut Stdout, s: Stream, bytes: &[u8]) -> Result<(), Failure> {

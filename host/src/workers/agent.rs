@@ -5,6 +5,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use ral_vm::audit::{now_us, CommandObs, Origin, What};
 use ral_vm::{Failure, Record, Value, Vm};
 
 use super::detach::{launch, Survivor};
@@ -114,6 +115,7 @@ fn service(reg: &Arc<WorkerRegistry>, vm: &mut Vm, args: &[Value]) -> Result<Val
     let w = reg
         .spawn(vm, Birth::Service(&desc), body, Vec::new())
         .map_err(|e| e.into_failure("service"))?;
+    super::builtins::observe_birth(vm, &w, "durable");
     Ok(super::handle_value(&w))
 }
 
@@ -152,6 +154,46 @@ fn detach(reg: &Arc<WorkerRegistry>, vm: &mut Vm, args: &[Value]) -> Result<Valu
     let (desc, rest) = words.split_first().ok_or_else(usage)?;
     let (command, command_args) = rest.split_first().ok_or_else(usage)?;
     let desc = description(&Value::str(desc.as_str()))?;
+    let start = now_us();
+    let born = give_away(reg, vm, command, command_args);
+    if vm.observing() {
+        // A birth is a command observation of origin `detached` (§13.3).
+        let mut argv = vec![command.clone()];
+        argv.extend(command_args.iter().cloned());
+        let (status, error) = match &born {
+            Ok(_) => (0, String::new()),
+            Err(f) => (f.status, f.message.clone()),
+        };
+        let site = vm.current_site();
+        vm.observe(
+            site,
+            start,
+            now_us(),
+            What::Command(Box::new(CommandObs {
+                argv,
+                status,
+                origin: Origin::Detached,
+                stdout: Vec::new(),
+                stderr: Vec::new(),
+                error,
+            })),
+        );
+    }
+    let pid = born?;
+    Ok(Value::record(Record::from_entries(vec![
+        ("pid".to_owned(), Value::Int(i64::from(pid))),
+        ("desc".to_owned(), Value::str(desc)),
+    ])))
+}
+
+/// Starts `command` with `command_args` as a process the session stops
+/// owning; its pid.
+fn give_away(
+    reg: &Arc<WorkerRegistry>,
+    vm: &mut Vm,
+    command: &str,
+    command_args: &[String],
+) -> Result<u32, Failure> {
     if !ral_vm::caps::may_detach(&vm.grants) {
         return Err(Failure::new(
             126,
@@ -163,7 +205,10 @@ fn detach(reg: &Arc<WorkerRegistry>, vm: &mut Vm, args: &[Value]) -> Result<Valu
     }
     let (name, program) = resolve(vm, command)?;
     if !vm.grants.is_empty() && program.exists() {
-        ral_vm::caps::check_exec(&vm.grants, &name, &program, command_args)?;
+        if let Err(f) = ral_vm::caps::check_exec(&vm.grants, &name, &program, command_args) {
+            vm.observe_exec_denial(&name, &program, command_args, &f);
+            return Err(f);
+        }
     }
     let sandbox = ral_vm::sandbox::prepare(&vm.grants, &name, &program)?;
     let mut env = vm.environment();
@@ -178,11 +223,7 @@ fn detach(reg: &Arc<WorkerRegistry>, vm: &mut Vm, args: &[Value]) -> Result<Valu
         env,
         sandbox,
     };
-    let pid = reg.detach_birth(|| launch(survivor))?;
-    Ok(Value::record(Record::from_entries(vec![
-        ("pid".to_owned(), Value::Int(i64::from(pid))),
-        ("desc".to_owned(), Value::str(desc)),
-    ])))
+    reg.detach_birth(|| launch(survivor))
 }
 
 /// The file `command` names, and its name for messages: a path (it has a

@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use ral_vm::audit::{now_us, What};
 use ral_vm::{Failure, Record, Value, Vm};
 
 use super::state::{lock, CancelCause, Claim, Phase, Worker};
@@ -12,8 +13,8 @@ use super::{
 
 type Imp = fn(&Arc<WorkerRegistry>, &mut Vm, &[Value]) -> Result<Value, Failure>;
 
-/// Registers `spawn`, `await`, `poll`, `race`, `cancel`, `par`, `is-done`,
-/// `watch` and `surface` on `vm`, all over `reg`: the set the `ral` hosts
+/// Registers `spawn`, `defer`, `await`, `poll`, `race`, `cancel`, `par`,
+/// `is-done`, `watch` and `surface` on `vm`, all over `reg`: the set the `ral` hosts
 /// (interactive and batch) install. Machines forked from `vm` (workers)
 /// share them.
 pub fn install_worker_builtins(vm: &mut Vm, reg: &Arc<WorkerRegistry>) -> Result<(), String> {
@@ -26,8 +27,9 @@ pub fn install_worker_builtins(vm: &mut Vm, reg: &Arc<WorkerRegistry>) -> Result
 /// host), where a worker must not stream into the session's output after
 /// its turn (§11.5).
 pub fn install_core_worker_builtins(vm: &mut Vm, reg: &Arc<WorkerRegistry>) -> Result<(), String> {
-    let table: [(&str, u8, Imp); 8] = [
+    let table: [(&str, u8, Imp); 9] = [
         ("spawn", 1, spawn),
+        ("defer", 1, defer),
         ("await", 1, await_),
         ("poll", 1, poll),
         ("race", 1, race),
@@ -85,11 +87,32 @@ fn await_record(claim: &Claim, value: Value) -> Value {
     ]))
 }
 
-/// Hands a settled worker's result to the caller: replays its deferred
-/// surface events (first claim only) through the caller's current sink,
-/// then returns the `await` record or re-raises the worker's failure.
-fn deliver(reg: &WorkerRegistry, w: &Worker) -> Result<Value, Failure> {
-    let claim = match w.claim() {
+/// Records a worker's birth in the creator's open trail (§13.3).
+pub(crate) fn observe_birth(vm: &mut Vm, w: &Worker, class: &str) {
+    if !vm.observing() {
+        return;
+    }
+    let now = now_us();
+    let site = vm.current_site();
+    let id = i64::try_from(w.id).unwrap_or(i64::MAX);
+    vm.observe(
+        site,
+        now,
+        now,
+        What::Worker {
+            id,
+            cmd: w.description.clone(),
+            class: class.to_owned(),
+        },
+    );
+}
+
+/// Hands a settled worker's result to the caller: merges its trail
+/// fragment into the caller's open trail, replays its deferred surface
+/// events (first claim only) through the caller's current sink, then
+/// returns the `await` record or re-raises the worker's failure.
+fn deliver(reg: &WorkerRegistry, vm: &mut Vm, w: &Worker) -> Result<Value, Failure> {
+    let mut claim = match w.claim() {
         Some(Ok(c)) => c,
         Some(Err(f)) => return Err(f),
         None => {
@@ -99,6 +122,7 @@ fn deliver(reg: &WorkerRegistry, w: &Worker) -> Result<Value, Failure> {
             )))
         }
     };
+    vm.merge_trail(std::mem::take(&mut claim.trail));
     for ev in &claim.replay {
         reg.emit_surface(ev);
     }
@@ -113,6 +137,18 @@ fn spawn(reg: &Arc<WorkerRegistry>, vm: &mut Vm, args: &[Value]) -> Result<Value
     let w = reg
         .spawn(vm, Birth::Spawn, body, Vec::new())
         .map_err(|e| e.into_failure("spawn"))?;
+    observe_birth(vm, &w, "worker");
+    Ok(handle_value(&w))
+}
+
+/// `defer block` (§14): a worker whose body runs under `audit`, so its
+/// handle's value is the body's report.
+fn defer(reg: &Arc<WorkerRegistry>, vm: &mut Vm, args: &[Value]) -> Result<Value, Failure> {
+    let body = arg(args, 0)?.clone();
+    let w = reg
+        .spawn(vm, Birth::Defer, body, Vec::new())
+        .map_err(|e| e.into_failure("defer"))?;
+    observe_birth(vm, &w, "worker");
     Ok(handle_value(&w))
 }
 
@@ -130,6 +166,7 @@ fn watch(reg: &Arc<WorkerRegistry>, vm: &mut Vm, args: &[Value]) -> Result<Value
     let w = reg
         .spawn(vm, Birth::Watch(&label), body, Vec::new())
         .map_err(|e| e.into_failure("watch"))?;
+    observe_birth(vm, &w, "worker");
     Ok(handle_value(&w))
 }
 
@@ -141,21 +178,25 @@ fn await_(reg: &Arc<WorkerRegistry>, vm: &mut Vm, args: &[Value]) -> Result<Valu
         Waited::Interrupted => return Err(interrupted()),
     }
     reg.forget(w.id);
-    deliver(reg, &w)
+    deliver(reg, vm, &w)
 }
 
-fn poll(reg: &Arc<WorkerRegistry>, _vm: &mut Vm, args: &[Value]) -> Result<Value, Failure> {
+fn poll(reg: &Arc<WorkerRegistry>, vm: &mut Vm, args: &[Value]) -> Result<Value, Failure> {
     let w = handle_arg(arg(args, 0)?)?;
-    let (value, settled) = {
+    let (value, settled, fragment) = {
         let mut st = lock(&w.state);
         st.last_observed = std::time::Instant::now();
-        match &st.phase {
+        match &mut st.phase {
             Phase::Running => {
                 let rec = Record::from_entries(vec![
                     ("stdout".to_owned(), Value::bytes(st.stdout.snapshot())),
                     ("stderr".to_owned(), Value::bytes(st.stderr.snapshot())),
                 ]);
-                (Value::variant("pending", Some(Value::record(rec))), false)
+                (
+                    Value::variant("pending", Some(Value::record(rec))),
+                    false,
+                    Vec::new(),
+                )
             }
             Phase::Settled(s) => {
                 let outcome = match &s.outcome {
@@ -167,7 +208,12 @@ fn poll(reg: &Arc<WorkerRegistry>, _vm: &mut Vm, args: &[Value]) -> Result<Value
                     ("stderr".to_owned(), Value::Bytes(s.stderr.clone())),
                     ("outcome".to_owned(), outcome),
                 ]);
-                (Value::variant("settled", Some(Value::record(rec))), true)
+                let fragment = std::mem::take(&mut s.trail);
+                (
+                    Value::variant("settled", Some(Value::record(rec))),
+                    true,
+                    fragment,
+                )
             }
             Phase::Cancelled(cause) => return Err(w.cancelled_failure(*cause)),
         }
@@ -175,6 +221,7 @@ fn poll(reg: &Arc<WorkerRegistry>, _vm: &mut Vm, args: &[Value]) -> Result<Value
     if settled {
         reg.forget(w.id);
     }
+    vm.merge_trail(fragment);
     Ok(value)
 }
 
@@ -231,7 +278,7 @@ fn race(reg: &Arc<WorkerRegistry>, vm: &mut Vm, args: &[Value]) -> Result<Value,
         }
     }
     reg.forget(win.id);
-    deliver(reg, win)
+    deliver(reg, vm, win)
 }
 
 fn par(reg: &Arc<WorkerRegistry>, vm: &mut Vm, args: &[Value]) -> Result<Value, Failure> {
@@ -267,6 +314,7 @@ fn par(reg: &Arc<WorkerRegistry>, vm: &mut Vm, args: &[Value]) -> Result<Value, 
             let item = items.get(next).cloned().unwrap_or_default();
             match reg.spawn(vm, Birth::Par, func.clone(), vec![item]) {
                 Ok(w) => {
+                    observe_birth(vm, &w, "worker");
                     running.push((next, w));
                     next += 1;
                 }
@@ -288,6 +336,7 @@ fn par(reg: &Arc<WorkerRegistry>, vm: &mut Vm, args: &[Value]) -> Result<Value, 
                 reg.forget(w.id);
                 match w.claim() {
                     Some(Ok(claim)) => {
+                        vm.merge_trail(claim.trail);
                         if let Some(slot) = events.get_mut(i) {
                             *slot = Some(claim.replay);
                         }

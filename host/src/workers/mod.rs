@@ -139,6 +139,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use ral_vm::audit::Observation;
 use ral_vm::{Cause, Escape, Failure, Handle, Stdin, Stdout, Value, Vm};
 
 pub use agent::{install_agent_forms, AgentForms, DETACH_BIRTHS};
@@ -272,6 +273,8 @@ impl BirthError {
 /// What a birth is.
 enum Birth<'a> {
     Spawn,
+    /// `defer`: a spawn whose body runs under `audit` (§14).
+    Defer,
     Watch(&'a str),
     Par,
     /// A service, with its description.
@@ -780,6 +783,10 @@ impl WorkerRegistry {
             };
             let (class, description) = match birth {
                 Birth::Spawn => (Class::Spawn, describe_spawn(vm, &func)),
+                Birth::Defer => (
+                    Class::Spawn,
+                    describe_spawn(vm, &func).replacen("spawn", "defer", 1),
+                ),
                 Birth::Watch(label) => (Class::Watch, format!("watch '{label}'")),
                 Birth::Par => (Class::Par, "par item".to_owned()),
                 Birth::Service(desc) => (Class::Service, desc.to_owned()),
@@ -812,8 +819,14 @@ impl WorkerRegistry {
         machine.stdin = Stdin::Null;
         machine.own_process_groups = true;
         machine.cancel_cause = worker.cancel_cause.clone();
+        let audited = matches!(birth, Birth::Defer);
+        if let Birth::Service(_) = birth {
+            // A service outlives the trail its creator had open: it keeps
+            // no fragment nobody would ever collect.
+            machine.drop_trail();
+        }
         match birth {
-            Birth::Spawn | Birth::Service(_) => {
+            Birth::Spawn | Birth::Defer | Birth::Service(_) => {
                 machine.stdout = Stdout::Writer(Box::new(BufferWriter {
                     worker: worker.clone(),
                     stream: Stream::Out,
@@ -845,7 +858,7 @@ impl WorkerRegistry {
         let started = thread::Builder::new()
             .name(format!("ral-{}", worker.name()))
             .stack_size(WORKER_STACK)
-            .spawn(move || run_worker(&registry, &w, machine, func, args));
+            .spawn(move || run_worker(&registry, &w, machine, func, args, audited));
         if let Err(e) = started {
             worker.cancel(CancelCause::Shutdown);
             {
@@ -858,10 +871,11 @@ impl WorkerRegistry {
         Ok(worker)
     }
 
-    /// Records a worker's result and gives its seat back.
-    fn finish(&self, w: &Worker, outcome: Result<Value, Failure>) {
+    /// Records a worker's result (and the observations it made under its
+    /// creator's trail) and gives its seat back.
+    fn finish(&self, w: &Worker, outcome: Result<Value, Failure>, trail: Vec<Observation>) {
         let epoch = lock(&self.inner).epoch;
-        w.settle(outcome, epoch);
+        w.settle(outcome, trail, epoch);
         lock(&self.inner).threads.remove(&w.id);
         self.notify();
     }
@@ -967,10 +981,19 @@ fn run_worker(
     mut vm: Vm,
     func: Value,
     args: Vec<Value>,
+    audited: bool,
 ) {
     CURRENT.with(|c| *c.borrow_mut() = Some(w.clone()));
-    let result =
-        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| vm.call_value(func, args)));
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        if audited {
+            vm.audit_call(func, args)
+        } else {
+            vm.call_value(func, args)
+        }
+    }));
+    // The worker's fragment of its creator's trail, for whoever observes
+    // its result (§13.3).
+    let trail = vm.take_trail();
     // Dropping the machine drops its writers: a watch worker's partial
     // final line goes out before the handle reads as settled.
     drop(vm);
@@ -993,7 +1016,7 @@ fn run_worker(
             )))
         }
     };
-    registry.finish(w, outcome);
+    registry.finish(w, outcome, trail);
     CURRENT.with(|c| *c.borrow_mut() = None);
 }
 

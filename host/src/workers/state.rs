@@ -13,6 +13,7 @@ use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
+use ral_vm::audit::Observation;
 use ral_vm::{Cause, Failure, Reason, Value};
 
 use super::{WatchStream, WorkerRegistry};
@@ -136,6 +137,9 @@ pub(crate) struct Settled {
     pub outcome: Result<Value, Failure>,
     pub stdout: Arc<Vec<u8>>,
     pub stderr: Arc<Vec<u8>>,
+    /// What the worker observed while its creator's trail was open, handed
+    /// once to the first observer of its result (§13.3).
+    pub trail: Vec<Observation>,
 }
 
 /// Where a worker is in its life. Monotone: `Running` moves once, to
@@ -190,6 +194,8 @@ pub(crate) struct Claim {
     pub stdout: Arc<Vec<u8>>,
     pub stderr: Arc<Vec<u8>>,
     pub replay: Vec<Value>,
+    /// The worker's trail fragment (empty after the first claim).
+    pub trail: Vec<Observation>,
 }
 
 impl Worker {
@@ -234,7 +240,12 @@ impl Worker {
 
     /// Records the thread's result. A worker cancelled meanwhile stays
     /// cancelled and its result is dropped.
-    pub(crate) fn settle(&self, outcome: Result<Value, Failure>, epoch: u64) {
+    pub(crate) fn settle(
+        &self,
+        outcome: Result<Value, Failure>,
+        trail: Vec<Observation>,
+        epoch: u64,
+    ) {
         let mut st = lock(&self.state);
         st.finished = true;
         if let Phase::Running = st.phase {
@@ -244,6 +255,7 @@ impl Worker {
                 outcome,
                 stdout,
                 stderr,
+                trail,
             });
             st.settled_epoch = epoch;
         }
@@ -292,7 +304,7 @@ impl Worker {
     pub(crate) fn claim(&self) -> Option<Result<Claim, Failure>> {
         let mut st = lock(&self.state);
         let st = &mut *st;
-        match &st.phase {
+        match &mut st.phase {
             Phase::Running => None,
             Phase::Cancelled(cause) => Some(Err(self.cancelled_failure(*cause))),
             Phase::Settled(s) => {
@@ -302,6 +314,7 @@ impl Worker {
                     stdout: s.stdout.clone(),
                     stderr: s.stderr.clone(),
                     replay,
+                    trail: std::mem::take(&mut s.trail),
                 }))
             }
         }

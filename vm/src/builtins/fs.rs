@@ -223,7 +223,11 @@ fn path_arg(ctx: &dyn Ctx, name: &str, args: &[Value]) -> Result<(String, PathBu
 
 /// [`path_arg`] for a builtin that reads the filesystem there: the active
 /// grants must allow reading it (§12.3).
-fn read_path_arg(ctx: &dyn Ctx, name: &str, args: &[Value]) -> Result<(String, PathBuf), Failure> {
+fn read_path_arg(
+    ctx: &mut dyn Ctx,
+    name: &str,
+    args: &[Value],
+) -> Result<(String, PathBuf), Failure> {
     let (text, full) = path_arg(ctx, name, args)?;
     ctx.check_fs(crate::caps::FsOp::Read, &full)
         .map_err(|f| fail(name, f.message.clone()))?;

@@ -88,7 +88,8 @@ pub trait Ctx {
 
     /// Whether the active grants (§12.3) allow ral itself to read or write
     /// `path` (absolute); file builtins call it before touching a file.
-    fn check_fs(&self, _op: crate::caps::FsOp, _path: &std::path::Path) -> Result<(), Failure> {
+    /// A denial is recorded when an audit trail is open (§12.7).
+    fn check_fs(&mut self, _op: crate::caps::FsOp, _path: &std::path::Path) -> Result<(), Failure> {
         Ok(())
     }
 
@@ -264,24 +265,25 @@ static REGISTRY: &[BuiltinDef] = &[
     def("attempt", 1, prelude::failure::attempt),
     def("succeeds", 1, prelude::failure::succeeds),
     def("retry", 2, prelude::failure::retry),
+    def("commands", 1, prelude::report::commands),
+    def("succeeded", 1, prelude::report::succeeded),
 ];
 
 /// Core and prelude names of the table that the host implements (the
 /// worker registry of `ral-host` registers them with
 /// [`crate::Vm::register_host_builtin`]); its tests check that it does.
 pub const HOST_PROVIDED: &[&str] = &[
-    "spawn", "await", "poll", "race", "cancel", "par", "is-done", "surface",
+    "spawn", "await", "poll", "race", "cancel", "par", "is-done", "surface", "defer",
 ];
 
 /// Base handlers the VM runs as commands rather than values (`echo`,
 /// [`crate::runtime`]'s dispatch).
 pub const BASE_HANDLERS: &[&str] = &["echo"];
 
-/// Core and prelude names not implemented yet: the audit family (§13),
-/// which needs `audit` (spec/deviations.md). The parity test requires this
-/// list to be exactly what is missing, so implementing one fails it until
-/// the name is removed here.
-pub const NOT_YET: &[&str] = &["defer", "commands", "succeeded"];
+/// Core and prelude names not implemented yet. The parity test requires
+/// this list to be exactly what is missing, so implementing one fails it
+/// until the name is removed here.
+pub const NOT_YET: &[&str] = &[];
 
 /// Every builtin implemented here.
 pub fn registry() -> &'static [BuiltinDef] {

@@ -38,6 +38,7 @@ pub mod failure;
 pub mod lists;
 pub mod numbers;
 pub mod paths;
+pub mod report;
 pub mod text;
 
 /// The largest string a prelude function builds (1 GiB).
