@@ -201,6 +201,7 @@ pub fn run_shell(
                 io: TurnIo::Capture,
                 surface: Some(surface),
                 lifecycle: Box::new(hooks),
+                audit: false,
             },
         )
     };
