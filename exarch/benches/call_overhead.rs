@@ -45,7 +45,7 @@ fn host_request() -> TurnRequest<'static> {
         io: TurnIo::Capture,
         surface: None,
         lifecycle: Box::new(()),
-        audit: false,
+        audit: true,
     }
 }
 
