@@ -45,6 +45,7 @@ fn host_request() -> TurnRequest<'static> {
         io: TurnIo::Capture,
         surface: None,
         lifecycle: Box::new(()),
+        audit: true,
     }
 }
 

@@ -407,6 +407,10 @@ impl<'p> Agent<'p> {
             Some(exit),
             report.duration,
         );
+        // The call's evidence, beside the record of what the model saw.
+        if let Some(ev) = &report.evidence {
+            self.log.record("evidence", ev.to_log(id));
+        }
         self.boundary_notices(&report, ui);
         Block::ToolResult {
             id: id.to_owned(),

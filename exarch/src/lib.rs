@@ -11,6 +11,8 @@
 //! - [`shell_eval`], [`bus`], [`session`]: one call as a turn on the shell
 //!   (the per-call IO frame, the pump and its completion flag, the durable
 //!   snapshot, leases);
+//! - [`evidence`]: what a call ran, wrote and was refused, from its audit
+//!   trail, for the session log;
 //! - [`agent`]: the loop;
 //! - [`profiles`]: the capability profiles every call runs under;
 //! - [`log`], [`prompt`], [`pricing`], [`control`], [`cli`], [`headless`],
@@ -20,6 +22,7 @@ pub mod agent;
 pub mod bus;
 pub mod cli;
 pub mod control;
+pub mod evidence;
 pub mod headless;
 pub mod interactive;
 pub mod log;

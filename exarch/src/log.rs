@@ -14,6 +14,7 @@
 //! | `retry` | attempt, wait_ms, reason |
 //! | `assistant` | text, tool_calls |
 //! | `tool_call` | id, name, description, cmd, timeout_secs, result (the exact string the model saw), is_error, exit, duration_ms |
+//! | `evidence` | id (the call's), commands (argv, status, origin, error, start, end), writes (path, mode, outcome), denials (resource, fields); flagged, reads, workers, other when present — right after the call's `tool_call` |
 //! | `bindings_pruned` | names (never shown to the model) |
 //! | `workers_reaped` | notices |
 //! | `notice` | text |

@@ -46,6 +46,7 @@ use ral_host::{
 
 use crate::bus::{pump, Drive, Emitter, Event};
 use crate::control::Control;
+use crate::evidence::Evidence;
 use crate::render::{render, CallOutcome, Ending, FailKind, Limits, RanCall};
 use crate::shell_eval::{self, CallFrame, EvalOptions};
 use crate::tool::RalCall;
@@ -111,6 +112,9 @@ pub struct CallReport {
     /// from the durable snapshot.
     pub recovered_panic: bool,
     pub duration: Duration,
+    /// What the call ran, wrote and was refused, for the log (never the
+    /// model); `None` when it did not get as far as running.
+    pub evidence: Option<Evidence>,
 }
 
 /// See the module docs.
@@ -245,8 +249,12 @@ impl Session {
             s.run_shell(call, emit)
         });
         let mut recovered_panic = false;
+        let mut evidence = None;
         let (outcome, text) = match pumped {
-            Ok(Some(done)) => done,
+            Ok(Some((outcome, text, ev))) => {
+                evidence = Some(ev);
+                (outcome, text)
+            }
             Ok(None) => {
                 recovered_panic = true;
                 self.shell.restore(&self.durable);
@@ -268,12 +276,13 @@ impl Session {
             reaped,
             recovered_panic,
             duration: started.elapsed(),
+            evidence,
         }
     }
 
     /// The worker's half of a call: refresh the durable snapshot, run,
     /// render.
-    fn run_shell(&mut self, call: &RalCall, emit: &Emitter) -> (CallOutcome, String) {
+    fn run_shell(&mut self, call: &RalCall, emit: &Emitter) -> (CallOutcome, String, Evidence) {
         self.durable = self.shell.snapshot();
         #[allow(unused_mut)]
         let mut opts = EvalOptions::new(self.cfg.default_timeout);
@@ -281,9 +290,10 @@ impl Session {
         {
             opts.panic_after_run = self.panic_after_run_on_call == Some(self.calls);
         }
-        let outcome = shell_eval::run_shell(&mut self.shell, &self.frame, call, &opts, emit);
+        let (outcome, evidence) =
+            shell_eval::run_shell(&mut self.shell, &self.frame, call, &opts, emit);
         let text = render(&outcome, &self.cfg.limits);
-        (outcome, text)
+        (outcome, text, evidence)
     }
 
     fn internal_failure(&self, message: &str) -> (CallOutcome, String) {

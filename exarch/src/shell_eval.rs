@@ -28,6 +28,7 @@ use ral_host::{
 use ral_host::workers::WorkerStatus;
 
 use crate::bus::{Emitter, Event};
+use crate::evidence::Evidence;
 use crate::render::value_text;
 use crate::render::{CallOutcome, Ending, FailKind, RanCall, StaticFailure};
 use crate::tool::RalCall;
@@ -168,14 +169,16 @@ impl EvalOptions {
     }
 }
 
-/// Runs one call on `shell` inside an [`IoGuard`] and reads the report.
+/// Runs one call on `shell` inside an [`IoGuard`] and reads the report:
+/// the outcome the model is told about, and the evidence of what the call
+/// did (from its audit trail; see [`crate::evidence`]) for the log.
 pub fn run_shell(
     shell: &mut Shell,
     frame: &Arc<CallFrame>,
     call: &RalCall,
     opts: &EvalOptions,
     emit: &Emitter,
-) -> CallOutcome {
+) -> (CallOutcome, Evidence) {
     let wall = call
         .timeout_secs
         .map_or(opts.default_timeout, Duration::from_secs);
@@ -201,6 +204,9 @@ pub fn run_shell(
                 io: TurnIo::Capture,
                 surface: Some(surface),
                 lifecycle: Box::new(hooks),
+                // Every call keeps a trail: the log's evidence of what it
+                // ran, wrote and was refused.
+                audit: true,
             },
         )
     };
@@ -208,29 +214,40 @@ pub fn run_shell(
 }
 
 /// Turns a report into an outcome (rendering failures against the shell's
-/// last source).
+/// last source) and the call's evidence.
 fn read_report(
     shell: &Shell,
     report: TurnReport,
     warnings: String,
     wall: Duration,
     before: &[String],
-) -> CallOutcome {
-    let (result, status, captured, timed_out) = match report {
+) -> (CallOutcome, Evidence) {
+    let (result, status, captured, timed_out, trail) = match report {
         TurnReport::Static { diagnostics } => {
-            return CallOutcome::Static(StaticFailure {
+            let outcome = CallOutcome::Static(StaticFailure {
                 status: diagnostics.status,
                 diagnostics: diagnostics.render(Color::Never),
-            })
+            });
+            // Nothing ran, so there is nothing to attest.
+            return (outcome, Evidence::default());
         }
         TurnReport::Ran {
             result,
             status,
             captured,
             timed_out,
+            trail,
             ..
-        } => (result, status, captured.unwrap_or_default(), timed_out),
+        } => (
+            result,
+            status,
+            captured.unwrap_or_default(),
+            timed_out,
+            trail.unwrap_or_default(),
+        ),
     };
+    let evidence = Evidence::from_trail(&trail);
+    drop(trail);
     let (value, ending) = match &result {
         Settled::Ok(v) => (value_text(v), Ending::Value),
         Settled::Exit(_) => (None, Ending::Exit),
@@ -274,7 +291,7 @@ fn read_report(
             })
             .collect()
     };
-    CallOutcome::Ran(RanCall {
+    let outcome = CallOutcome::Ran(RanCall {
         stdout: captured.stdout,
         stderr: captured.stderr,
         warnings,
@@ -282,7 +299,8 @@ fn read_report(
         status,
         ending,
         running_workers,
-    })
+    });
+    (outcome, evidence)
 }
 
 #[cfg(test)]
@@ -301,7 +319,7 @@ mod tests {
     fn run(shell: &mut Shell, cmd: &str) -> CallOutcome {
         let frame = Arc::new(CallFrame::default());
         let opts = EvalOptions::new(Duration::from_secs(10));
-        run_shell(shell, &frame, &call(cmd), &opts, &Emitter::detached())
+        run_shell(shell, &frame, &call(cmd), &opts, &Emitter::detached()).0
     }
 
     #[test]
@@ -355,7 +373,7 @@ mod tests {
         let mut c = call("let kept = 5\nlet spin = { |n| spin $[$n + 1] }\nspin 0");
         c.timeout_secs = Some(1);
         let started = std::time::Instant::now();
-        let r = run_shell(&mut shell, &frame, &c, &opts, &Emitter::detached());
+        let (r, _) = run_shell(&mut shell, &frame, &c, &opts, &Emitter::detached());
         assert!(started.elapsed() < Duration::from_secs(5));
         assert_eq!(r.status(), 124);
         let text = render(&r, &Limits::default());
@@ -371,7 +389,7 @@ mod tests {
         let opts = EvalOptions::new(Duration::from_secs(10));
         let (tx, rx) = std::sync::mpsc::channel();
         let emit = Emitter::from_sender(tx);
-        let r = run_shell(&mut shell, &frame, &call("surface [card: 1]"), &opts, &emit);
+        let (r, _) = run_shell(&mut shell, &frame, &call("surface [card: 1]"), &opts, &emit);
         assert_eq!(r.status(), 0);
         assert_eq!(rx.try_recv().ok(), Some(Event::Surface("[card: 1]".into())));
         assert!(!frame.is_installed());

@@ -665,3 +665,62 @@ fn interactive_line_mode_chats_clears_and_quits() {
     assert_eq!(seen[2].body["messages"].as_array().unwrap().len(), 1);
     assert!(r.log_kinds().contains(&"cleared".to_owned()));
 }
+
+#[test]
+fn the_log_keeps_each_calls_evidence_and_the_model_never_sees_it() {
+    for (wire, stream) in [(Wire::Anthropic, false), (Wire::OpenAi, true)] {
+        let cmd = "sh -c 'echo ran'\necho data > notes.txt\ntry { echo no > /usr/exarch-evidence-test.txt } { |e| () }";
+        let server = FakeServer::start(vec![
+            wire.ral(stream, "c1", cmd),
+            wire.ral(stream, "c2", "return 2"),
+            wire.text(stream, "Done."),
+        ]);
+        let r = run(&server, wire, stream, &["--prompt", "go"], PATIENCE);
+        assert_eq!(r.code, Some(0), "{wire:?} {stream}: {}", r.stderr);
+        // What the model read is the call's result and nothing of the trail.
+        let seen = server.requests();
+        assert_eq!(
+            seen[1].tool_results(),
+            vec!["STDOUT:\nran\n\nEXIT: 0".to_owned()]
+        );
+        // Each tool_call record is followed by its call's evidence.
+        let kinds = r.log_kinds();
+        let calls: Vec<usize> = kinds
+            .iter()
+            .enumerate()
+            .filter(|(_, k)| *k == "tool_call")
+            .map(|(i, _)| i)
+            .collect();
+        assert_eq!(calls.len(), 2, "{kinds:?}");
+        for i in &calls {
+            assert_eq!(kinds[i + 1], "evidence", "{kinds:?}");
+            assert_eq!(r.log[i + 1]["id"], r.log[*i]["id"]);
+        }
+        let ev = &r.log[calls[0] + 1];
+        assert_eq!(ev["id"], "c1");
+        let commands = ev["commands"].as_array().unwrap();
+        assert_eq!(commands.len(), 1, "{ev}");
+        assert_eq!(commands[0]["argv"], json!(["sh", "-c", "echo ran"]));
+        assert_eq!(commands[0]["status"], 0);
+        assert!(commands[0].get("stdout").is_none());
+        let writes = ev["writes"].as_array().unwrap();
+        assert_eq!(writes.len(), 2, "{ev}");
+        assert!(writes[0]["path"].as_str().unwrap().ends_with("/notes.txt"));
+        assert_eq!(writes[0]["outcome"], "committed");
+        assert_eq!(writes[1]["path"], "/usr/exarch-evidence-test.txt");
+        assert_eq!(writes[1]["outcome"], "failed");
+        let denials = ev["denials"].as_array().unwrap();
+        assert_eq!(denials.len(), 1, "{ev}");
+        assert_eq!(denials[0]["resource"], "fs");
+        assert_eq!(denials[0]["fields"]["op"], "write");
+        assert_eq!(
+            denials[0]["fields"]["path"],
+            "/usr/exarch-evidence-test.txt"
+        );
+        // A call that only computes attests nothing.
+        let quiet = &r.log[calls[1] + 1];
+        assert_eq!(quiet["commands"], json!([]));
+        assert_eq!(quiet["writes"], json!([]));
+        assert_eq!(quiet["denials"], json!([]));
+    }
+}

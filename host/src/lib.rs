@@ -27,6 +27,8 @@
 //!   sites and candidates, fuzzy ranking), for the REPL and `ral --lsp`.
 //! - [`profile`]: session capability profiles (`--capabilities`, §12.12),
 //!   loaded into the ceiling a [`Shell`] keeps below every turn.
+//! - [`audit`]: a run's audit report as JSON (`ral --audit`, exarch's
+//!   evidence), from the trail a [`TurnRequest`] with `audit` keeps.
 //! - [`workers`]: the per-shell worker registry and the worker builtins
 //!   (`spawn`, `await`, …, `surface`) every shell installs, and the agent
 //!   forms (`service`, `service-handle`, `detach`) a host installs with
@@ -35,6 +37,7 @@
 //! Cargo feature `fault-injection` (off by default) adds the `__panic`
 //! builtin so tests can reach the panic checkpoint.
 
+pub mod audit;
 mod fault;
 pub mod ide;
 pub mod interactive;
@@ -60,6 +63,7 @@ pub use workers::{AgentForms, WorkerRegistry};
 pub use ral_syntax::render::Color;
 pub use ral_syntax::{Diagnostic, SourceId, SourceMap};
 pub use ral_types::EnvEntry;
+pub use ral_vm::audit::{Observation, What};
 pub use ral_vm::caps::Layer;
 /// The one value printer (`ral_vm::display`): the REPL's renderer, and with
 /// [`StringStyle::Words`] the text a host shows a reader who must match

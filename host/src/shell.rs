@@ -350,6 +350,7 @@ impl Shell {
                 Some(Err(e)) => Outcome::Refused(e),
                 armed_wall => {
                     let wall = armed_wall.and_then(Result::ok);
+                    let mark = req.audit.then(|| frame.vm.open_trail());
                     let outcome = evaluate(
                         frame.vm,
                         &module,
@@ -359,17 +360,20 @@ impl Shell {
                         &mut req,
                     );
                     let fired = wall.is_some_and(Watchdog::disarm);
+                    let trail = mark.map(|m| frame.vm.close_trail(m));
                     let captured = frame.finish();
                     Outcome::Done {
                         outcome,
                         fired,
                         captured,
+                        trail,
                     }
                 }
             }
         };
         let journal = self.vm.mobile.scope.take_journal();
 
+        let mut trail = req.audit.then(Vec::new);
         let (result, timed_out, captured) = match outcome {
             Outcome::Refused(msg) => {
                 self.vm.mobile.scope.commit();
@@ -379,7 +383,11 @@ impl Shell {
                 outcome,
                 fired,
                 captured,
+                trail: observed,
             } => {
+                if observed.is_some() {
+                    trail = observed;
+                }
                 match outcome {
                     Evaluated::Panicked(payload) => {
                         self.vm.mobile.scope.rollback();
@@ -419,6 +427,7 @@ impl Shell {
             single_command,
             captured,
             timed_out,
+            trail,
         };
         self.last_source = Some((sources, id));
         req.lifecycle.after_run(&report);
@@ -1018,6 +1027,8 @@ enum Outcome {
         outcome: Evaluated,
         fired: bool,
         captured: Option<Captured>,
+        /// The run's observations, when the request asked for them.
+        trail: Option<Vec<ral_vm::audit::Observation>>,
     },
 }
 

@@ -18,6 +18,7 @@ use std::time::Duration;
 
 use ral_syntax::render::{render_all, Color};
 use ral_syntax::{Diagnostic, SourceId, SourceMap};
+use ral_vm::audit::Observation;
 use ral_vm::caps::{decode, DecodeEnv, Layer};
 use ral_vm::{Failure, Value};
 
@@ -178,6 +179,11 @@ pub struct TurnRequest<'a> {
     pub surface: Option<SurfaceSink>,
     /// Hooks around the turn.
     pub lifecycle: Box<dyn TurnLifecycle + 'a>,
+    /// Keep an audit trail for the whole run (spec §13.3, §13.4): every
+    /// command, write, read and denial it makes is observed, and the
+    /// report's `trail` carries them. `false`: no trail, and the run pays
+    /// nothing for one.
+    pub audit: bool,
 }
 
 impl<'a> TurnRequest<'a> {
@@ -192,6 +198,7 @@ impl<'a> TurnRequest<'a> {
             io: TurnIo::Inherit,
             surface: None,
             lifecycle: Box::new(()),
+            audit: false,
         }
     }
 }
@@ -205,6 +212,7 @@ impl std::fmt::Debug for TurnRequest<'_> {
             .field("detached_limit", &self.detached_limit)
             .field("io", &self.io)
             .field("surface", &self.surface.as_ref().map(|_| ".."))
+            .field("audit", &self.audit)
             .finish_non_exhaustive()
     }
 }
@@ -288,6 +296,9 @@ pub enum TurnReport {
         captured: Option<Captured>,
         /// The turn wall stopped the run.
         timed_out: bool,
+        /// The run's observations in settlement order, for a request with
+        /// [`TurnRequest::audit`]; `None` otherwise.
+        trail: Option<Vec<Observation>>,
     },
 }
 

@@ -116,7 +116,7 @@ pub const PHASE_STACK: usize = 64 * 1024 * 1024;
 fn parse_on_this_stack(src: &str, source: SourceId) -> Parsed {
     let lexed = lexer::lex(src, source);
     let mut diagnostics = lexed.diagnostics;
-    let (program, parse_diags) = parser::parse_tokens(src, source, &lexed.tokens);
+    let (program, parse_diags) = parser::parse_tokens(src, source, lexed.tokens);
     diagnostics.extend(parse_diags);
     diagnostics.extend(validate::validate(&program, source));
     diagnostics.sort_by_key(|d| (d.primary.span.start, d.primary.span.end));

@@ -93,6 +93,15 @@ where
     }
 }
 
+/// `v` without spare capacity. The tree keeps every list it is given for
+/// the life of the program, and chumsky's `collect` starts a list at four
+/// slots, so a one-statement block or a one-argument command carried three
+/// empty slots (a third of the tree of a large program).
+fn fit<T>(mut v: Vec<T>) -> Vec<T> {
+    v.shrink_to_fit();
+    v
+}
+
 fn sp(span: SimpleSpan) -> Span {
     // An empty parse can report its end before its start (the end is the
     // previous token's end); such a span is the point where it starts.
@@ -101,9 +110,13 @@ fn sp(span: SimpleSpan) -> Span {
 
 /// Parses a token stream produced by [`crate::lexer::lex`] over `src`.
 ///
-/// Node ids are numbered in source order before the tree is returned.
-pub fn parse_tokens(src: &str, source: SourceId, tokens: &[Token]) -> (Program, Vec<Diagnostic>) {
-    let (toks, mut diags) = prepare(src, source, tokens);
+/// Node ids are numbered in source order before the tree is returned. The
+/// tokens are dropped once [`prepare`] has read them, before the grammar
+/// builds the tree: both token lists at once were a large share of the peak
+/// memory of parsing a big file.
+pub fn parse_tokens(src: &str, source: SourceId, tokens: Vec<Token>) -> (Program, Vec<Diagnostic>) {
+    let (toks, mut diags) = prepare(src, source, &tokens);
+    drop(tokens);
     let eoi = SimpleSpan::from(src.len()..src.len());
     // Fast pass with allocation-free errors; a source with a grammar error is
     // parsed again with rich errors to say what went wrong.
@@ -256,7 +269,10 @@ pub fn prepare<'s>(
     source: SourceId,
     tokens: &[Token],
 ) -> (Vec<(PTok<'s>, SimpleSpan)>, Vec<Diagnostic>) {
-    let mut out: Vec<(PTok<'s>, SimpleSpan)> = Vec::with_capacity(tokens.len() / 2 + 4);
+    // Sized for every non-trivia token (virtual closers, rare, may grow
+    // it): a list grown by doubling held up to twice what it needed.
+    let kept = tokens.iter().filter(|t| !t.kind.is_trivia()).count();
+    let mut out: Vec<(PTok<'s>, SimpleSpan)> = Vec::with_capacity(kept + 8);
     let mut diags = Vec::new();
     let mut stack: Vec<Frame> = Vec::new();
     let mut skip: Option<Skip> = None;
@@ -813,7 +829,7 @@ where
                     );
                     return Pattern { id: NodeId::default(), kind: PatternKind::Error, span };
                 }
-                let kind = if has_field { PatternKind::Record { fields } } else { PatternKind::List { items: pos, rest } };
+                let kind = if has_field { PatternKind::Record { fields: fit(fields) } } else { PatternKind::List { items: fit(pos), rest } };
                 Pattern { id: NodeId::default(), kind, span }
             });
 
@@ -895,7 +911,7 @@ where
                 let span = sp(e.span());
                 let mut a = mk_atom(Primary::Var(name), span);
                 if plain {
-                    a.indexes = indexes;
+                    a.indexes = fit(indexes);
                 }
                 (StrPart::Splice(a), false)
             }),
@@ -906,7 +922,7 @@ where
                 var.then(index.clone().repeated().collect::<Vec<_>>())
                     .map_with(|((name, _), indexes), e| {
                         let mut a = mk_atom(Primary::Var(name), sp(e.span()));
-                        a.indexes = indexes;
+                        a.indexes = fit(indexes);
                         a
                     }),
                 block_parser(pattern.clone(), program.clone())
@@ -925,7 +941,7 @@ where
         .then_ignore(tok(K::DqEnd))
         .map(|parts| StrLit {
             quote: Quote::Double,
-            parts: merge_text(parts),
+            parts: fit(merge_text(parts)),
         });
 
     // ---- collections --------------------------------------------------------
@@ -1053,7 +1069,7 @@ where
                         Item::Field(_, a, _) => ListItem::Item(a),
                     })
                     .collect();
-                mk_atom(Primary::List(list), span)
+                mk_atom(Primary::List(fit(list)), span)
             }
         });
 
@@ -1129,7 +1145,7 @@ where
         var.then(index.clone().repeated().collect::<Vec<_>>())
             .map_with(|((name, _), indexes), e| {
                 let mut a = mk_atom(Primary::Var(name), sp(e.span()));
-                a.indexes = indexes;
+                a.indexes = fit(indexes);
                 a
             }),
         block
@@ -1183,6 +1199,7 @@ where
         .map_with(|(mut a, indexes): (Atom, Vec<Index>), e| {
             if !indexes.is_empty() {
                 a.indexes.extend(indexes);
+                a.indexes.shrink_to_fit();
                 a.span = sp(e.span());
             }
             a
@@ -1327,8 +1344,8 @@ where
             }
             StageKind::Command(Command {
                 head,
-                args,
-                redirects,
+                args: fit(args),
+                redirects: fit(redirects),
             })
         });
 
@@ -1426,6 +1443,7 @@ where
         .map(|((first, rest), else_arm)| {
             let mut branches = vec![first];
             branches.extend(rest);
+            branches.shrink_to_fit();
             StageKind::If(Box::new(If { branches, else_arm }))
         });
 
@@ -1516,7 +1534,7 @@ where
                     span,
                 });
             }
-            (arms, span)
+            (fit(arms), span)
         });
     let computed_arms = atom.clone().map_with(|_, e| {
         let span = sp(e.span());
@@ -1573,7 +1591,7 @@ where
                 StageKind::Scope(Box::new(ScopeForm {
                     kind,
                     keyword,
-                    redirects,
+                    redirects: fit(redirects),
                 }))
             })
     };
@@ -1698,6 +1716,7 @@ where
             .map_with(|(first, rest), e| {
                 let mut stages = vec![first];
                 stages.extend(rest);
+                stages.shrink_to_fit();
                 Pipeline {
                     stages,
                     span: sp(e.span()),
@@ -1742,6 +1761,7 @@ where
         .map_with(|(first, rest), e| {
             let mut alternatives = vec![first];
             alternatives.extend(rest);
+            alternatives.shrink_to_fit();
             Chain {
                 alternatives,
                 span: sp(e.span()),
@@ -1785,7 +1805,7 @@ where
         .repeated()
         .collect::<Vec<Option<Stmt>>>()
         .map_with(|stmts, e| Program {
-            stmts: stmts.into_iter().flatten().collect(),
+            stmts: fit(stmts.into_iter().flatten().collect()),
             span: sp(e.span()),
         })
 }
@@ -1861,7 +1881,7 @@ where
         .then_ignore(tok(K::RBrace))
         .map_with(|(params, body), e| Block {
             id: NodeId::default(),
-            params: params.unwrap_or_default(),
+            params: fit(params.unwrap_or_default()),
             body,
             span: sp(e.span()),
         })

@@ -112,10 +112,11 @@ fn description(v: &Value) -> Result<String, Failure> {
 fn service(reg: &Arc<WorkerRegistry>, vm: &mut Vm, args: &[Value]) -> Result<Value, Failure> {
     let desc = description(arg(args, 0)?)?;
     let body = arg(args, 1)?.clone();
+    let start = now_us();
     let w = reg
         .spawn(vm, Birth::Service(&desc), body, Vec::new())
         .map_err(|e| e.into_failure("service"))?;
-    super::builtins::observe_birth(vm, &w, "durable");
+    super::builtins::observe_birth(vm, &w, "durable", start);
     Ok(super::handle_value(&w))
 }
 

@@ -87,18 +87,18 @@ fn await_record(claim: &Claim, value: Value) -> Value {
     ]))
 }
 
-/// Records a worker's birth in the creator's open trail (§13.3).
-pub(crate) fn observe_birth(vm: &mut Vm, w: &Worker, class: &str) {
+/// Records a worker's birth, which began at `start`, in the creator's
+/// open trail (§13.3).
+pub(crate) fn observe_birth(vm: &mut Vm, w: &Worker, class: &str, start: i64) {
     if !vm.observing() {
         return;
     }
-    let now = now_us();
     let site = vm.current_site();
     let id = i64::try_from(w.id).unwrap_or(i64::MAX);
     vm.observe(
         site,
-        now,
-        now,
+        start,
+        now_us(),
         What::Worker {
             id,
             cmd: w.description.clone(),
@@ -134,10 +134,11 @@ fn deliver(reg: &WorkerRegistry, vm: &mut Vm, w: &Worker) -> Result<Value, Failu
 
 fn spawn(reg: &Arc<WorkerRegistry>, vm: &mut Vm, args: &[Value]) -> Result<Value, Failure> {
     let body = arg(args, 0)?.clone();
+    let start = now_us();
     let w = reg
         .spawn(vm, Birth::Spawn, body, Vec::new())
         .map_err(|e| e.into_failure("spawn"))?;
-    observe_birth(vm, &w, "worker");
+    observe_birth(vm, &w, "worker", start);
     Ok(handle_value(&w))
 }
 
@@ -145,10 +146,11 @@ fn spawn(reg: &Arc<WorkerRegistry>, vm: &mut Vm, args: &[Value]) -> Result<Value
 /// handle's value is the body's report.
 fn defer(reg: &Arc<WorkerRegistry>, vm: &mut Vm, args: &[Value]) -> Result<Value, Failure> {
     let body = arg(args, 0)?.clone();
+    let start = now_us();
     let w = reg
         .spawn(vm, Birth::Defer, body, Vec::new())
         .map_err(|e| e.into_failure("defer"))?;
-    observe_birth(vm, &w, "worker");
+    observe_birth(vm, &w, "worker", start);
     Ok(handle_value(&w))
 }
 
@@ -163,10 +165,11 @@ fn watch(reg: &Arc<WorkerRegistry>, vm: &mut Vm, args: &[Value]) -> Result<Value
         ));
     }
     let body = arg(args, 1)?.clone();
+    let start = now_us();
     let w = reg
         .spawn(vm, Birth::Watch(&label), body, Vec::new())
         .map_err(|e| e.into_failure("watch"))?;
-    observe_birth(vm, &w, "worker");
+    observe_birth(vm, &w, "worker", start);
     Ok(handle_value(&w))
 }
 
@@ -312,9 +315,10 @@ fn par(reg: &Arc<WorkerRegistry>, vm: &mut Vm, args: &[Value]) -> Result<Value, 
     loop {
         while running.len() < limit && next < total {
             let item = items.get(next).cloned().unwrap_or_default();
+            let start = now_us();
             match reg.spawn(vm, Birth::Par, func.clone(), vec![item]) {
                 Ok(w) => {
-                    observe_birth(vm, &w, "worker");
+                    observe_birth(vm, &w, "worker", start);
                     running.push((next, w));
                     next += 1;
                 }

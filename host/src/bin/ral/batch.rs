@@ -16,7 +16,7 @@ use ral_host::{
 };
 use ral_types::CheckOptions;
 
-use crate::cli::{Action, Batch, Source};
+use crate::cli::{Action, AuditFormat, Batch, Source};
 use crate::interrupt::{Interrupts, Profile};
 use crate::{clamp_status, PrintWarnings, EXIT_FAILURE, EXIT_OK};
 
@@ -37,7 +37,7 @@ pub fn run(batch: Batch, color: Color, ceiling: Capabilities) -> u8 {
     match batch.action {
         Action::DumpAst => dump_ast(&name, &text, color),
         Action::Check => check(&name, &text, color),
-        Action::Run => execute(&name, &text, batch.args, color, ceiling),
+        Action::Run => execute(&name, &text, batch.args, color, ceiling, batch.audit),
     }
 }
 
@@ -109,8 +109,18 @@ fn check(name: &str, text: &str, color: Color) -> u8 {
     clamp_status(status)
 }
 
-/// Runs the program as one turn and maps the report to a status.
-fn execute(name: &str, text: &str, args: Vec<String>, color: Color, ceiling: Capabilities) -> u8 {
+/// Runs the program as one turn and maps the report to a status. With
+/// `audit`, the run keeps a trail and its report goes to standard error as
+/// JSON after the run (§13.4); a runtime failure is then reported there
+/// rather than as a diagnostic, and the status is the run's own.
+fn execute(
+    name: &str,
+    text: &str,
+    args: Vec<String>,
+    color: Color,
+    ceiling: Capabilities,
+    audit: Option<AuditFormat>,
+) -> u8 {
     let mut shell = Shell::default();
     shell.set_capability_ceiling(ceiling);
     shell.set_args(Arc::from(args));
@@ -132,20 +142,43 @@ fn execute(name: &str, text: &str, args: Vec<String>, color: Color, ceiling: Cap
         text,
         TurnRequest {
             lifecycle: Box::new(PrintWarnings { color }),
+            audit: audit.is_some(),
             ..TurnRequest::new(name)
         },
     );
     // The program's bytes come before the diagnostic about it.
     let _ = io::stdout().flush();
-    match &report {
-        TurnReport::Static { diagnostics } => eprint!("{}", diagnostics.render(color)),
-        TurnReport::Ran {
-            result: Settled::Failed(f),
-            ..
-        } => eprint!("{}", render_failure(f, &shell, color)),
-        TurnReport::Ran { .. } => {}
+    let mut status = clamp_status(report.status());
+    match (&report, audit) {
+        (TurnReport::Static { diagnostics }, _) => eprint!("{}", diagnostics.render(color)),
+        (TurnReport::Ran { result, trail, .. }, Some(format)) => {
+            let json = ral_host::audit::report_json(result, trail.as_deref().unwrap_or_default());
+            let text = match format {
+                AuditFormat::Compact => serde_json::to_string(&json),
+                AuditFormat::Pretty => serde_json::to_string_pretty(&json),
+            };
+            let written = match text {
+                Ok(text) => writeln!(io::stderr().lock(), "{text}"),
+                Err(e) => Err(io::Error::other(e)),
+            };
+            // A report that cannot be written is the run's failure to
+            // report, never a panic; a run that failed keeps its status.
+            if let Err(e) = written {
+                let _ = writeln!(io::stderr(), "ral: cannot write the audit report: {e}");
+                if status == EXIT_OK {
+                    status = EXIT_FAILURE;
+                }
+            }
+        }
+        (
+            TurnReport::Ran {
+                result: Settled::Failed(f),
+                ..
+            },
+            None,
+        ) => eprint!("{}", render_failure(f, &shell, color)),
+        (TurnReport::Ran { .. }, None) => {}
     }
-    let status = clamp_status(report.status());
     // The shell is dropped, so its workers' process groups are torn down;
     // the handlers stay until the process exits (an interrupt during the
     // teardown still cancels it).

@@ -48,6 +48,18 @@ pub struct Batch {
     pub action: Action,
     /// `--capabilities` profiles, in order (§12.12).
     pub capabilities: Vec<String>,
+    /// `--audit` (and `--pretty`): the run's report as JSON on standard
+    /// error after it ends (§13.4).
+    pub audit: Option<AuditFormat>,
+}
+
+/// How `--audit` writes the report.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AuditFormat {
+    /// One line.
+    Compact,
+    /// Indented (`--pretty`).
+    Pretty,
 }
 
 /// An interactive frontend (spec §15.2).
@@ -109,6 +121,10 @@ options:
   -s             read the program from standard input (wins over -i)
   -i             start the interactive session even without a terminal
   -n, --check    parse and type-check only (needs SCRIPT or -c)
+  --audit        after the run, write its audit report (what it ran, wrote
+                 and was refused) as JSON to standard error (needs SCRIPT
+                 or -c)
+  --pretty       indent that report (needs --audit)
   --capabilities A.ral[,B.ral]
                  run the session under these capability profiles (each
                  returns a grant record; repeatable; a bad one exits 2)
@@ -150,6 +166,8 @@ pub fn parse(args: Vec<OsString>, stdin_is_terminal: bool) -> Result<Invocation,
     let mut source = None;
     let mut repl = ReplOptions::default();
     let mut capabilities = Vec::new();
+    let mut audit = false;
+    let mut pretty = false;
     while let Some(arg) = it.next() {
         if let Some(list) = arg.strip_prefix("--capabilities=") {
             capabilities.extend(profile_list(list)?);
@@ -177,6 +195,8 @@ pub fn parse(args: Vec<OsString>, stdin_is_terminal: bool) -> Result<Invocation,
             "-i" => force_repl = true,
             "-n" | "--check" => action = Action::Check,
             "--dump-ast" => action = Action::DumpAst,
+            "--audit" => audit = true,
+            "--pretty" => pretty = true,
             // Login and startup files affect only the interactive session;
             // the compatibility flags do nothing.
             "-l" | "--login" => repl.login = true,
@@ -207,6 +227,33 @@ pub fn parse(args: Vec<OsString>, stdin_is_terminal: bool) -> Result<Invocation,
         }
     }
     let rest: Vec<String> = it.collect();
+    // `--audit` is a batch option for an explicit script or -c that runs
+    // (§13.4); `--pretty` only shapes its report.
+    if pretty && !audit {
+        return Err(UsageError("--pretty needs --audit".to_owned()));
+    }
+    if audit {
+        match (&source, action) {
+            (Some(Source::File(_) | Source::Code(_)), Action::Run) => {}
+            (Some(Source::File(_) | Source::Code(_)), Action::Check | Action::DumpAst) => {
+                return Err(UsageError(
+                    "--audit reports a run, and --check and --dump-ast run nothing".to_owned(),
+                ))
+            }
+            (Some(Source::Stdin) | None, _) => {
+                return Err(UsageError(
+                    "--audit needs a SCRIPT or -c CODE (not the interactive session or a \
+                     program on standard input)"
+                        .to_owned(),
+                ))
+            }
+        }
+    }
+    let audit = audit.then_some(if pretty {
+        AuditFormat::Pretty
+    } else {
+        AuditFormat::Compact
+    });
     let source = match source {
         // The inspection flags need a script path or -c: not the REPL,
         // not a program on standard input (§16.2).
@@ -232,6 +279,7 @@ pub fn parse(args: Vec<OsString>, stdin_is_terminal: bool) -> Result<Invocation,
         args: rest,
         action,
         capabilities,
+        audit,
     }))
 }
 
@@ -270,7 +318,28 @@ mod tests {
             args: args.iter().map(|s| (*s).to_owned()).collect(),
             action,
             capabilities: Vec::new(),
+            audit: None,
         }))
+    }
+
+    #[test]
+    fn audit_is_for_a_script_or_code_that_runs() {
+        let Ok(Invocation::Batch(b)) = parse(os(&["--audit", "--pretty", "-c", "x"]), true) else {
+            panic!("not a batch")
+        };
+        assert_eq!(b.audit, Some(AuditFormat::Pretty));
+        let Ok(Invocation::Batch(b)) = parse(os(&["--audit", "s.ral", "--pretty"]), true) else {
+            panic!("not a batch")
+        };
+        assert_eq!(b.audit, Some(AuditFormat::Compact));
+        assert_eq!(b.args, ["--pretty"]);
+        assert!(parse(os(&["--pretty", "-c", "x"]), true).is_err());
+        assert!(parse(os(&["--audit"]), true).is_err());
+        assert!(parse(os(&["--audit"]), false).is_err());
+        assert!(parse(os(&["--audit", "-s"]), false).is_err());
+        assert!(parse(os(&["--audit", "-"]), false).is_err());
+        assert!(parse(os(&["--audit", "-n", "s.ral"]), true).is_err());
+        assert!(parse(os(&["--audit", "--dump-ast", "-c", "x"]), true).is_err());
     }
 
     #[test]
