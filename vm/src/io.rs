@@ -96,6 +96,8 @@ pub struct Watch {
     pub mode: crate::audit::WriteMode,
     /// An atomic `>` (committed by rename, or aborted).
     pub atomic: bool,
+    /// The target is not a file (a device, a fifo), so it has no images.
+    pub device: bool,
     pub start: i64,
     pub site: Option<crate::failure::Site>,
     /// The target's content before the write, when it could be kept.
