@@ -39,6 +39,16 @@
 //! its fork, the final stage's undone from the context saved when it
 //! started.
 //!
+//! # Audit doors (§13.3, §12.7; spec/audit.md)
+//!
+//! While a trail is open ([`crate::Vm::observing`]) a program launch is a
+//! `command` observation (its output streams pumped and copied as they go
+//! to their destinations), a redirect's write is watched by its IO frame
+//! and observed when the frame is popped ([`Vm::io_pop`]) or dropped by a
+//! failure ([`Vm::drop_io_to`]), a `<` is a `read`, every exec and fs
+//! denial a `check`, and entering a `grant` may flag a writable admitted
+//! directory. A pipeline stage's fragment is merged when it is joined.
+//!
 //! # `within` (§9.1–9.3)
 //!
 //! All options are evaluated and validated against the incoming context
