@@ -12,6 +12,7 @@
 //! function, a handle) becomes a descriptive string.
 
 use ral_vm::audit::{report, Observation};
+pub use ral_vm::audit::{CheckObs, CommandObs, Origin, WriteMode, WriteObs, WriteOutcome};
 use ral_vm::Value;
 use serde_json::{Map, Number, Value as Json};
 

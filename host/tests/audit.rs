@@ -331,3 +331,53 @@ fn ral_written_pipeline_stages_report_into_the_owning_trail() {
         .unwrap();
     assert_eq!(cat["what"]["payload"]["stdout"], "one\ntwo\n");
 }
+
+#[test]
+fn agent_forms_record_durable_births_and_refused_detaches() {
+    let mut shell = Shell::default();
+    shell
+        .enable_agent_forms(ral_host::AgentForms::default())
+        .unwrap();
+    let (result, trail) = audited(
+        &mut shell,
+        "let s = service 'a quiet service' { return 1 }\n\
+         await $s\n\
+         grant [exec: [true: 'allow']] { try { detach 'refused' sh -c 'exit 0'; return () } { |e| () } }\n\
+         return ()",
+    );
+    assert!(result.is_ok(), "{result:?}");
+    let born = trail
+        .iter()
+        .find_map(|o| match &o.what {
+            What::Worker { class, cmd, .. } => Some((class.clone(), cmd.clone())),
+            _ => None,
+        })
+        .expect("a worker birth");
+    assert_eq!(born, ("durable".to_owned(), "a quiet service".to_owned()));
+    let denial = trail
+        .iter()
+        .find_map(|o| match &o.what {
+            What::Check(c) => Some(c.clone()),
+            _ => None,
+        })
+        .expect("a denial");
+    assert_eq!(denial.resource, "exec");
+    assert!(denial
+        .fields
+        .contains(&("command".to_owned(), "sh".to_owned())));
+    let detached = trail
+        .iter()
+        .find_map(|o| match &o.what {
+            What::Command(c) => Some(c.clone()),
+            _ => None,
+        })
+        .expect("the refused birth");
+    assert_eq!(detached.origin, ral_host::audit::Origin::Detached);
+    assert_eq!(detached.argv, ["sh", "-c", "exit 0"]);
+    assert_eq!(detached.status, 126);
+    assert!(
+        detached.error.contains("denied by grant"),
+        "{}",
+        detached.error
+    );
+}

@@ -36,12 +36,12 @@
 //! is merged back by whoever joins it ([`Vm::merge_trail`]).
 
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::exec::Vm;
 use crate::failure::{Failure, Site};
-use crate::value::{Record, Value};
+use crate::value::{Keys, Record, Value};
 
 /// How many bytes of each of a command's streams a trail keeps (§13.3:
 /// the worker buffers' cap).
@@ -232,22 +232,39 @@ pub(crate) enum Image {
     Absent,
     /// Its whole content.
     Bytes(Vec<u8>),
-    /// It cannot be kept: too large, not a regular file, or not readable
-    /// (by the operating system or under the grant).
+    /// A file it cannot keep: too large, or not readable (by the operating
+    /// system or under the grant).
     Unkept,
+    /// Not a regular file (a device, a fifo, a directory).
+    Device,
 }
 
 /// The image of `path`, read only where the grants let ral read it.
-pub(crate) fn image(path: &Path, grants: &[Arc<crate::caps::Layer>]) -> Image {
-    let meta = match std::fs::metadata(path) {
+/// `found` is what a `stat` of it already returned, if one was made.
+pub(crate) fn image(
+    path: &Path,
+    found: Option<&std::io::Result<std::fs::Metadata>>,
+    grants: &[Arc<crate::caps::Layer>],
+) -> Image {
+    let fresh;
+    let found = match found {
+        Some(f) => f,
+        None => {
+            fresh = std::fs::metadata(path);
+            &fresh
+        }
+    };
+    let meta = match found {
         Ok(m) => m,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Image::Absent,
         Err(_) => return Image::Unkept,
     };
-    if !meta.is_file() || meta.len() > IMAGE_CAP {
-        return Image::Unkept;
+    if !meta.is_file() {
+        return Image::Device;
     }
-    if crate::caps::check_fs(grants, crate::caps::FsOp::Read, path).is_err() {
+    if meta.len() > IMAGE_CAP
+        || crate::caps::check_fs(grants, crate::caps::FsOp::Read, path).is_err()
+    {
         return Image::Unkept;
     }
     match std::fs::read(path) {
@@ -258,93 +275,243 @@ pub(crate) fn image(path: &Path, grants: &[Arc<crate::caps::Layer>]) -> Image {
 
 // ---- values (§13.3) ----
 
-fn opt(v: Option<Value>) -> Value {
-    match v {
-        Some(v) => Value::variant("just", Some(v)),
-        None => Value::variant("none", None),
+/// The record shapes and constant strings of a report, made once: a trail
+/// of many observations shares its keys, tags and fixed texts instead of
+/// allocating them for each.
+struct Shapes {
+    obs: Shape,
+    site: Shape,
+    command: Shape,
+    write: Shape,
+    read: Shape,
+    grep: Shape,
+    check: Shape,
+    worker: Shape,
+    act: Shape,
+    report: Shape,
+    just: Arc<str>,
+    none: Value,
+    tags: [Arc<str>; 7],
+    /// `origin`, `mode` and `outcome` texts, and the empty string.
+    words: Vec<(&'static str, Value)>,
+}
+
+/// A record shape: its sorted keys, and where each field, in the order
+/// the shape was declared, goes among them.
+struct Shape {
+    keys: Keys,
+    slots: Vec<usize>,
+}
+
+impl Shape {
+    fn new(fields: &[&str]) -> Shape {
+        let keys = Keys::new(fields.iter().copied());
+        let slots = fields.iter().map(|f| keys.slot(f).unwrap_or(0)).collect();
+        Shape { keys, slots }
+    }
+
+    /// A record of this shape from its fields' values in declared order.
+    fn record<const N: usize>(&self, vals: [Value; N]) -> Value {
+        let mut out = vec![Value::Unit; self.keys.len()];
+        for (v, slot) in vals.into_iter().zip(&self.slots) {
+            if let Some(place) = out.get_mut(*slot) {
+                *place = v;
+            }
+        }
+        Value::record(Record::from_parts(self.keys.clone(), out))
     }
 }
 
-fn site_value(site: Option<&Site>) -> Value {
-    opt(site.map(|s| {
-        Value::record(Record::from_entries(vec![
-            ("script".into(), Value::str(s.script.as_ref())),
-            ("line".into(), Value::Int(i64::from(s.line))),
-            ("col".into(), Value::Int(i64::from(s.col))),
-        ]))
-    }))
+fn shapes() -> &'static Shapes {
+    static SHAPES: OnceLock<Shapes> = OnceLock::new();
+    SHAPES.get_or_init(|| {
+        let words = [
+            "external",
+            "detached",
+            "write",
+            "append",
+            "stream",
+            "committed",
+            "aborted",
+            "failed",
+            "",
+        ];
+        Shapes {
+            obs: Shape::new(&["site", "start", "end", "principal", "what"]),
+            site: Shape::new(&["script", "line", "col"]),
+            command: Shape::new(&["argv", "status", "origin", "stdout", "stderr", "error"]),
+            write: Shape::new(&["path", "mode", "outcome", "new_bytes", "old_bytes"]),
+            read: Shape::new(&["path"]),
+            grep: Shape::new(&["scope", "pattern"]),
+            check: Shape::new(&["resource", "decision", "fields"]),
+            worker: Shape::new(&["id", "cmd", "class"]),
+            act: Shape::new(&["verb", "subject", "payload", "refused"]),
+            report: Shape::new(&["outcome", "trail"]),
+            just: Arc::from("just"),
+            none: Value::variant("none", None),
+            tags: ["command", "write", "read", "grep", "check", "worker", "act"].map(Arc::from),
+            words: words.iter().map(|w| (*w, Value::str(*w))).collect(),
+        }
+    })
+}
+
+impl Shapes {
+    fn opt(&self, v: Option<Value>) -> Value {
+        match v {
+            Some(v) => Value::Variant(Arc::new(crate::value::Variant {
+                tag: self.just.clone(),
+                payload: Some(v),
+            })),
+            None => self.none.clone(),
+        }
+    }
+
+    /// A fixed text as a shared string value.
+    fn word(&self, w: &str) -> Value {
+        match self.words.iter().find(|(k, _)| *k == w) {
+            Some((_, v)) => v.clone(),
+            None => Value::str(w),
+        }
+    }
+
+    fn tag(&self, what: &What) -> Arc<str> {
+        let i = match what {
+            What::Command(_) => 0,
+            What::Write(_) => 1,
+            What::Read { .. } => 2,
+            What::Grep { .. } => 3,
+            What::Check(_) => 4,
+            What::Worker { .. } => 5,
+            What::Act(_) => 6,
+        };
+        self.tags
+            .get(i)
+            .cloned()
+            .unwrap_or_else(|| Arc::from(what.tag()))
+    }
+}
+
+/// Turns observations into values, sharing what repeats between them.
+struct Converter {
+    /// The last script named by a site, and its string value.
+    script: Option<(Arc<str>, Value)>,
+    principal: Option<(Arc<str>, Value)>,
+}
+
+impl Converter {
+    fn new() -> Converter {
+        Converter {
+            script: None,
+            principal: None,
+        }
+    }
+
+    fn shared(slot: &mut Option<(Arc<str>, Value)>, text: &Arc<str>) -> Value {
+        match slot {
+            Some((t, v)) if Arc::ptr_eq(t, text) => v.clone(),
+            _ => {
+                let v = Value::str(text.as_ref());
+                *slot = Some((text.clone(), v.clone()));
+                v
+            }
+        }
+    }
+
+    fn convert(&mut self, o: Observation) -> Value {
+        let sh = shapes();
+        let site = match &o.site {
+            Some(site) => sh.opt(Some(sh.site.record([
+                Converter::shared(&mut self.script, &site.script),
+                Value::Int(i64::from(site.line)),
+                Value::Int(i64::from(site.col)),
+            ]))),
+            None => sh.opt(None),
+        };
+        let principal = Converter::shared(&mut self.principal, &o.principal);
+        let tag = sh.tag(&o.what);
+        let payload = match o.what {
+            What::Command(c) => {
+                let c = *c;
+                sh.command.record([
+                    Value::list(c.argv.into_iter().map(Value::str).collect()),
+                    Value::Int(i64::from(c.status)),
+                    sh.word(c.origin.name()),
+                    Value::bytes(c.stdout),
+                    Value::bytes(c.stderr),
+                    sh.word_or_text(c.error),
+                ])
+            }
+            What::Write(w) => {
+                let w = *w;
+                sh.write.record([
+                    Value::str(w.path),
+                    sh.word(w.mode.name()),
+                    sh.word(w.outcome.name()),
+                    sh.opt(w.new_bytes.map(Value::bytes)),
+                    sh.opt(w.old_bytes.map(Value::bytes)),
+                ])
+            }
+            What::Read { path } => sh.read.record([Value::str(path)]),
+            What::Grep { scope, pattern } => {
+                sh.grep.record([Value::str(scope), Value::str(pattern)])
+            }
+            What::Check(c) => {
+                let c = *c;
+                let fields = Record::from_entries(
+                    c.fields
+                        .into_iter()
+                        .map(|(k, v)| (k, Value::str(v)))
+                        .collect(),
+                );
+                sh.check.record([
+                    Value::str(c.resource),
+                    Value::str(c.decision),
+                    Value::record(fields),
+                ])
+            }
+            What::Worker { id, cmd, class } => {
+                sh.worker
+                    .record([Value::Int(id), Value::str(cmd), Value::str(class)])
+            }
+            What::Act(a) => {
+                let a = *a;
+                sh.act.record([
+                    Value::str(a.verb),
+                    sh.opt(a.subject.map(Value::str)),
+                    Value::str(a.payload),
+                    Value::Bool(a.refused),
+                ])
+            }
+        };
+        let what = Value::Variant(Arc::new(crate::value::Variant {
+            tag,
+            payload: Some(payload),
+        }));
+        sh.obs.record([
+            site,
+            Value::Int(o.start),
+            Value::Int(o.end),
+            principal,
+            what,
+        ])
+    }
+}
+
+impl Shapes {
+    /// An error text: the shared empty string when there is none.
+    fn word_or_text(&self, text: String) -> Value {
+        if text.is_empty() {
+            self.word("")
+        } else {
+            Value::str(text)
+        }
+    }
 }
 
 impl Observation {
     /// The observation as the ral value the report carries.
     pub fn to_value(&self) -> Value {
-        let payload = match &self.what {
-            What::Command(c) => Record::from_entries(vec![
-                (
-                    "argv".into(),
-                    Value::list(c.argv.iter().map(|a| Value::str(a.as_str())).collect()),
-                ),
-                ("status".into(), Value::Int(i64::from(c.status))),
-                ("origin".into(), Value::str(c.origin.name())),
-                ("stdout".into(), Value::bytes(c.stdout.clone())),
-                ("stderr".into(), Value::bytes(c.stderr.clone())),
-                ("error".into(), Value::str(c.error.as_str())),
-            ]),
-            What::Write(w) => Record::from_entries(vec![
-                ("path".into(), Value::str(w.path.as_str())),
-                ("mode".into(), Value::str(w.mode.name())),
-                ("outcome".into(), Value::str(w.outcome.name())),
-                (
-                    "new_bytes".into(),
-                    opt(w.new_bytes.clone().map(Value::bytes)),
-                ),
-                (
-                    "old_bytes".into(),
-                    opt(w.old_bytes.clone().map(Value::bytes)),
-                ),
-            ]),
-            What::Read { path } => {
-                Record::from_entries(vec![("path".into(), Value::str(path.as_str()))])
-            }
-            What::Grep { scope, pattern } => Record::from_entries(vec![
-                ("scope".into(), Value::str(scope.as_str())),
-                ("pattern".into(), Value::str(pattern.as_str())),
-            ]),
-            What::Check(c) => Record::from_entries(vec![
-                ("resource".into(), Value::str(c.resource.as_str())),
-                ("decision".into(), Value::str(c.decision.as_str())),
-                (
-                    "fields".into(),
-                    Value::record(Record::from_entries(
-                        c.fields
-                            .iter()
-                            .map(|(k, v)| (k.clone(), Value::str(v.as_str())))
-                            .collect(),
-                    )),
-                ),
-            ]),
-            What::Worker { id, cmd, class } => Record::from_entries(vec![
-                ("id".into(), Value::Int(*id)),
-                ("cmd".into(), Value::str(cmd.as_str())),
-                ("class".into(), Value::str(class.as_str())),
-            ]),
-            What::Act(a) => Record::from_entries(vec![
-                ("verb".into(), Value::str(a.verb.as_str())),
-                ("subject".into(), opt(a.subject.clone().map(Value::str))),
-                ("payload".into(), Value::str(a.payload.as_str())),
-                ("refused".into(), Value::Bool(a.refused)),
-            ]),
-        };
-        Value::record(Record::from_entries(vec![
-            ("site".into(), site_value(self.site.as_ref())),
-            ("start".into(), Value::Int(self.start)),
-            ("end".into(), Value::Int(self.end)),
-            ("principal".into(), Value::str(self.principal.as_ref())),
-            (
-                "what".into(),
-                Value::variant(self.what.tag(), Some(Value::record(payload))),
-            ),
-        ]))
+        Converter::new().convert(self.clone())
     }
 }
 
@@ -358,15 +525,17 @@ pub fn outcome_err(f: &Failure) -> Value {
     Value::variant("err", Some(crate::exec::error_record(f)))
 }
 
-/// A report: `[outcome: …, trail: […]]`.
+/// A report, `[outcome: …, trail: […]]`, taking the observations.
+pub fn report_owned(outcome: Value, trail: Vec<Observation>) -> Value {
+    let sh = shapes();
+    let mut conv = Converter::new();
+    let items: Vec<Value> = trail.into_iter().map(|o| conv.convert(o)).collect();
+    sh.report.record([outcome, Value::list(items)])
+}
+
+/// A report, `[outcome: …, trail: […]]`.
 pub fn report(outcome: Value, trail: &[Observation]) -> Value {
-    Value::record(Record::from_entries(vec![
-        ("outcome".into(), outcome),
-        (
-            "trail".into(),
-            Value::list(trail.iter().map(Observation::to_value).collect()),
-        ),
-    ]))
+    report_owned(outcome, trail.to_vec())
 }
 
 impl Vm {
@@ -469,11 +638,13 @@ impl Vm {
     /// emptied when no trail is open any more.
     pub(crate) fn close_scope(&mut self, start: usize, outcome: Value) -> Value {
         let start = start.min(self.trail.len());
-        let value = report(outcome, self.trail.get(start..).unwrap_or_default());
-        if !self.observing() {
-            self.trail.truncate(start);
+        if self.observing() {
+            // An enclosing trail keeps these observations: copy them.
+            report(outcome, self.trail.get(start..).unwrap_or_default())
+        } else {
+            let tail = self.trail.split_off(start);
+            report_owned(outcome, tail)
         }
-        value
     }
 
     /// `audit` applied from Rust (the host's `defer`): runs `func` on

@@ -19,6 +19,9 @@
 //!   normally. A frame dropped by unwinding removes the temporary file, so
 //!   the old file survives a failure intact.
 //! - A capture buffer fails, rather than truncates, past [`CAPTURE_LIMIT`].
+//! - Under an open audit trail a frame also holds a [`Watch`] for each
+//!   write it redirects; the runtime observes it when the frame ends
+//!   (committed, failed or aborted), never the frame's `Drop`.
 
 use std::fs::File;
 use std::io::Write;
@@ -96,6 +99,8 @@ pub struct Watch {
     pub mode: crate::audit::WriteMode,
     /// An atomic `>` (committed by rename, or aborted).
     pub atomic: bool,
+    /// The target is not a file (a device, a fifo), so it has no images.
+    pub device: bool,
     pub start: i64,
     pub site: Option<crate::failure::Site>,
     /// The target's content before the write, when it could be kept.

@@ -10,7 +10,8 @@
 //!   the destination is one (a terminal, a file, a pipe), so bytes between
 //!   two programs never pass through the interpreter. Only a destination the
 //!   kernel cannot write to (a capture buffer, a host's in-memory sink) is
-//!   fed by a pump here, reading the child's pipe as it produces. Under
+//!   fed by a pump here, reading the child's pipe as it produces (and so
+//!   is every stream while an audit trail is open, to copy it). Under
 //!   `2>&1` both streams share one descriptor, or one pumped pipe
 //!   ([`Plan::WithOut`]), so their bytes keep the order they were written.
 //! - **Waiting.** One `poll(2)` loop waits on the child (a pidfd where the

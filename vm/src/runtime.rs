@@ -39,6 +39,16 @@
 //! its fork, the final stage's undone from the context saved when it
 //! started.
 //!
+//! # Audit doors (§13.3, §12.7; spec/audit.md)
+//!
+//! While a trail is open ([`crate::Vm::observing`]) a program launch is a
+//! `command` observation (its output streams pumped and copied as they go
+//! to their destinations), a redirect's write is watched by its IO frame
+//! and observed when the frame is popped ([`Vm::io_pop`]) or dropped by a
+//! failure ([`Vm::drop_io_to`]), a `<` is a `read`, every exec and fs
+//! denial a `check`, and entering a `grant` may flag a writable admitted
+//! directory. A pipeline stage's fragment is merged when it is joined.
+//!
 //! # `within` (§9.1–9.3)
 //!
 //! All options are evaluated and validated against the incoming context
@@ -736,31 +746,47 @@ impl Vm {
                     self.observe_write_failed(start, &path, mode);
                     return Err(f);
                 }
-                // The before-image is read before the target is touched.
-                let old = match self.observing() {
-                    true => match crate::audit::image(&path, &self.grants) {
-                        crate::audit::Image::Absent => Some(Vec::new()),
-                        crate::audit::Image::Bytes(b) => Some(b),
-                        crate::audit::Image::Unkept => None,
-                    },
-                    false => None,
+                // The before-image of a streaming write is read before the
+                // open truncates or extends it; `>` leaves the target alone
+                // until it commits, and its open reports what it found.
+                let early = match (self.observing(), kind) {
+                    (true, RedirCode::Append | RedirCode::Stream) => {
+                        Some(crate::audit::image(&path, None, &self.grants))
+                    }
+                    _ => None,
                 };
-                let (file, pending) = match open_output(&path, kind) {
+                let (file, pending, found) = match open_output(&path, kind) {
                     Ok(opened) => opened,
                     Err(f) => {
                         self.observe_write_failed(start, &path, mode);
                         return Err(f);
                     }
                 };
-                let watch = self.observing().then(|| io::Watch {
-                    path: path.clone(),
-                    mode,
-                    atomic: pending.is_some(),
-                    start,
-                    site: self.current_site(),
-                    old,
-                    trail_mark: self.trail.len(),
-                });
+                let watch = match (self.observing(), early) {
+                    (false, _) => None,
+                    (true, early) => {
+                        let before = match early {
+                            Some(image) => image,
+                            None => crate::audit::image(&path, found.as_ref(), &self.grants),
+                        };
+                        let (old, device) = match before {
+                            crate::audit::Image::Absent => (Some(Vec::new()), false),
+                            crate::audit::Image::Bytes(b) => (Some(b), false),
+                            crate::audit::Image::Unkept => (None, false),
+                            crate::audit::Image::Device => (None, true),
+                        };
+                        Some(io::Watch {
+                            path: path.clone(),
+                            mode,
+                            atomic: pending.is_some(),
+                            device,
+                            start,
+                            site: self.current_site(),
+                            old,
+                            trail_mark: self.trail.len(),
+                        })
+                    }
+                };
                 let top = self.top_io()?;
                 let out = Out::File(Arc::new(file));
                 match stream {
@@ -797,10 +823,13 @@ impl Vm {
     /// landed carries the target's images.
     fn settle_watch(&mut self, w: io::Watch, outcome: WriteOutcome) {
         let landed = outcome == WriteOutcome::Committed;
-        let new_bytes = match landed {
-            true => match crate::audit::image(&w.path, &self.grants) {
+        // A device or a fifo has no image, after as before.
+        let new_bytes = match landed && !w.device {
+            true => match crate::audit::image(&w.path, None, &self.grants) {
                 crate::audit::Image::Bytes(b) => Some(b),
-                crate::audit::Image::Absent | crate::audit::Image::Unkept => None,
+                crate::audit::Image::Absent
+                | crate::audit::Image::Unkept
+                | crate::audit::Image::Device => None,
             },
             false => None,
         };
@@ -1597,10 +1626,19 @@ pub(crate) fn normalize(p: &Path) -> PathBuf {
 
 static TMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 
+/// A redirect target opened: the file to write, the atomic write to
+/// commit, and for `>` what the target was before (its metadata as the
+/// open found it, which an audit trail's before-image reuses).
+type Opened = (
+    File,
+    Option<Pending>,
+    Option<std::io::Result<std::fs::Metadata>>,
+);
+
 /// Opens a redirect target. `>` writes a temporary file beside the real
 /// target (following a symlink to it, keeping an existing file's mode),
 /// renamed over it when the redirect's scope completes.
-fn open_output(path: &Path, kind: RedirCode) -> Result<(File, Option<Pending>), Failure> {
+fn open_output(path: &Path, kind: RedirCode) -> Result<Opened, Failure> {
     let fail = |e: std::io::Error| Failure::error(format!("cannot write {}: {e}", path.display()));
     match kind {
         RedirCode::Append => {
@@ -1609,7 +1647,7 @@ fn open_output(path: &Path, kind: RedirCode) -> Result<(File, Option<Pending>), 
                 .create(true)
                 .open(path)
                 .map_err(fail)?;
-            Ok((f, None))
+            Ok((f, None, None))
         }
         RedirCode::Stream => {
             let f = OpenOptions::new()
@@ -1618,16 +1656,17 @@ fn open_output(path: &Path, kind: RedirCode) -> Result<(File, Option<Pending>), 
                 .truncate(true)
                 .open(path)
                 .map_err(fail)?;
-            Ok((f, None))
+            Ok((f, None, None))
         }
         _ => {
             // Follow a symlink so the link itself survives.
             let target = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
-            let meta = std::fs::metadata(&target).ok();
+            let found = std::fs::metadata(&target);
+            let meta = found.as_ref().ok().cloned();
             if meta.as_ref().is_some_and(|m| !m.is_file()) {
                 // Not a regular file (a device, a fifo): write in place.
                 let f = OpenOptions::new().write(true).open(&target).map_err(fail)?;
-                return Ok((f, None));
+                return Ok((f, None, Some(found)));
             }
             let dir = target.parent().unwrap_or(Path::new("/"));
             let base = target
@@ -1644,7 +1683,7 @@ fn open_output(path: &Path, kind: RedirCode) -> Result<(File, Option<Pending>), 
             if let Some(m) = meta {
                 let _ = std::fs::set_permissions(&tmp, m.permissions());
             }
-            Ok((f, Some(Pending { tmp, target })))
+            Ok((f, Some(Pending { tmp, target }), Some(found)))
         }
     }
 }
