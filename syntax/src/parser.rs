@@ -44,11 +44,73 @@ pub const MAX_NESTING: usize = 64;
 
 /// A token as the grammar sees it: kind, text, and whether it touches the
 /// previous non-trivia token.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+///
+/// The token carries its own span (24 bytes in all; a separate span beside
+/// each token made the list 40 bytes a token, the largest thing alive while
+/// a big file is parsed): `text` is always a slice of the source, so it
+/// starts where the token starts, and the low 31 bits of `end_glued` are
+/// where the token ends (bit 31 is `glued`). Start and end differ from the
+/// text's only for the error token that stands for a refused region, whose
+/// text is empty. Equality and hashing ignore the end, as they ignored the
+/// span before.
+#[derive(Clone, Copy, Debug)]
 pub struct PTok<'s> {
     pub kind: K,
+    end_glued: u32,
     pub text: &'s str,
-    pub glued: bool,
+}
+
+const GLUED: u32 = 1 << 31;
+
+impl PartialEq for PTok<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        self.kind == other.kind && self.text == other.text && self.glued() == other.glued()
+    }
+}
+
+impl Eq for PTok<'_> {}
+
+impl std::hash::Hash for PTok<'_> {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.kind.hash(state);
+        self.text.hash(state);
+        self.glued().hash(state);
+    }
+}
+
+impl<'s> PTok<'s> {
+    /// A token of `kind` covering `span` of `src` whose text is `span`'s
+    /// text, or empty (an error token, a virtual closer) when `empty`.
+    fn new(src: &'s str, kind: K, span: Span, glued: bool, empty: bool) -> PTok<'s> {
+        let (start, end) = (span.start as usize, span.end as usize);
+        let text = if empty {
+            src.get(start..start)
+        } else {
+            src.get(start..end)
+        };
+        PTok {
+            kind,
+            end_glued: span.end.min(GLUED - 1) | if glued { GLUED } else { 0 },
+            text: text.unwrap_or_default(),
+        }
+    }
+
+    /// Whether the token touches the previous non-trivia token.
+    pub fn glued(&self) -> bool {
+        self.end_glued & GLUED != 0
+    }
+
+    /// Where the token ends in the source.
+    fn end(&self) -> usize {
+        (self.end_glued & !GLUED) as usize
+    }
+
+    /// Where the token starts in `src` (its text is a slice of `src`).
+    fn start(&self, src: &str) -> usize {
+        (self.text.as_ptr() as usize)
+            .wrapping_sub(src.as_ptr() as usize)
+            .min(src.len())
+    }
 }
 
 impl fmt::Display for PTok<'_> {
@@ -117,16 +179,31 @@ fn sp(span: SimpleSpan) -> Span {
 pub fn parse_tokens(src: &str, source: SourceId, tokens: Vec<Token>) -> (Program, Vec<Diagnostic>) {
     let (toks, mut diags) = prepare(src, source, &tokens);
     drop(tokens);
-    let eoi = SimpleSpan::from(src.len()..src.len());
+    let toks = toks.as_slice();
+    // The grammar reads the token slice; chumsky's span of tokens `i..j`
+    // (indices) becomes bytes from the start of token `i` to the end of
+    // token `j - 1` (the end of the input past the last token or before the
+    // first), as chumsky's split token/span input computed it.
+    let eoi = src.len();
+    let bytes = move |s: SimpleSpan| -> SimpleSpan {
+        let Some(first) = toks.get(s.start) else {
+            return SimpleSpan::from(eoi..eoi);
+        };
+        let end = match s.end.checked_sub(1).and_then(|i| toks.get(i)) {
+            Some(last) => last.end(),
+            None => eoi,
+        };
+        SimpleSpan::from(first.start(src)..end)
+    };
     // Fast pass with allocation-free errors; a source with a grammar error is
     // parsed again with rich errors to say what went wrong.
     let mut state = TruncateState(Vec::new());
     let fast = top_parser::<_, Cheap<SimpleSpan>>(source)
-        .parse_with_state(toks.as_slice().split_token_span(eoi), &mut state);
+        .parse_with_state(toks.map_span(bytes), &mut state);
     let output = if fast.has_errors() {
         let mut state = TruncateState(Vec::new());
         let rich = top_parser::<_, Rich<'_, PTok<'_>, SimpleSpan>>(source)
-            .parse_with_state(toks.as_slice().split_token_span(eoi), &mut state);
+            .parse_with_state(toks.map_span(bytes), &mut state);
         let (output, errors) = rich.into_output_errors();
         diags.extend(state.0);
         for err in errors {
@@ -268,11 +345,11 @@ pub fn prepare<'s>(
     src: &'s str,
     source: SourceId,
     tokens: &[Token],
-) -> (Vec<(PTok<'s>, SimpleSpan)>, Vec<Diagnostic>) {
+) -> (Vec<PTok<'s>>, Vec<Diagnostic>) {
     // Sized for every non-trivia token (virtual closers, rare, may grow
     // it): a list grown by doubling held up to twice what it needed.
     let kept = tokens.iter().filter(|t| !t.kind.is_trivia()).count();
-    let mut out: Vec<(PTok<'s>, SimpleSpan)> = Vec::with_capacity(kept + 8);
+    let mut out: Vec<PTok<'s>> = Vec::with_capacity(kept + 8);
     let mut diags = Vec::new();
     let mut stack: Vec<Frame> = Vec::new();
     let mut skip: Option<Skip> = None;
@@ -296,12 +373,8 @@ pub fn prepare<'s>(
             K::PipePipe if last_kind != Some(K::LBrace) => continue,
             _ => {}
         }
-        let span = SimpleSpan::from(tok.span.range());
-        let ptok = PTok {
-            kind,
-            text: tok.text(src),
-            glued,
-        };
+        let span = tok.span;
+        let ptok = PTok::new(src, kind, span, glued, false);
         let in_expr = matches!(stack.last(), Some(f) if matches!(f.kind, K::ExprOpen | K::LParen));
 
         if closer_for(kind).is_some() {
@@ -321,16 +394,9 @@ pub fn prepare<'s>(
                     until_height: stack.len() - 1,
                     keep_closer: false,
                 });
-                out.push((
-                    PTok {
-                        kind: K::Error,
-                        text: "",
-                        glued,
-                    },
-                    span,
-                ));
+                out.push(PTok::new(src, K::Error, span, glued, true));
             } else if skip.is_none() {
-                out.push((ptok, span));
+                out.push(ptok);
             }
             continue;
         }
@@ -344,8 +410,7 @@ pub fn prepare<'s>(
                     Some(pos) if kind != K::DqEnd => {
                         while stack.len() > pos + 1 {
                             if let Some(frame) = stack.pop() {
-                                close_virtually(
-                                    &mut out,
+                                let closer = close_virtually(
                                     &mut diags,
                                     source,
                                     &frame,
@@ -353,6 +418,9 @@ pub fn prepare<'s>(
                                     &mut skip,
                                     stack.len(),
                                 );
+                                out.extend(closer.map(|(kind, at)| {
+                                    PTok::new(src, kind, Span::point(at), false, true)
+                                }));
                             }
                         }
                     }
@@ -375,10 +443,10 @@ pub fn prepare<'s>(
             }
             stack.pop();
             match skip {
-                None => out.push((ptok, span)),
+                None => out.push(ptok),
                 Some(sk) if sk.until_height == stack.len() => {
                     if sk.keep_closer {
-                        out.push((ptok, span));
+                        out.push(ptok);
                     }
                     skip = None;
                 }
@@ -423,15 +491,8 @@ pub fn prepare<'s>(
                         .with_note("Operator chains nest like brackets do, and are bounded for the same reason.")
                         .with_help("bind parts of the expression to names with `let`"),
                     );
-                    out.push((ptok, span));
-                    out.push((
-                        PTok {
-                            kind: K::Error,
-                            text: "",
-                            glued: false,
-                        },
-                        span,
-                    ));
+                    out.push(ptok);
+                    out.push(PTok::new(src, K::Error, span, false, true));
                     skip = Some(Skip {
                         until_height: stack.len() - 1,
                         keep_closer: true,
@@ -440,12 +501,11 @@ pub fn prepare<'s>(
                 }
             }
         }
-        out.push((ptok, span));
+        out.push(ptok);
     }
     let end = u32::try_from(src.len()).unwrap_or(u32::MAX);
     while let Some(frame) = stack.pop() {
-        close_virtually(
-            &mut out,
+        let closer = close_virtually(
             &mut diags,
             source,
             &frame,
@@ -453,6 +513,7 @@ pub fn prepare<'s>(
             &mut skip,
             stack.len(),
         );
+        out.extend(closer.map(|(kind, at)| PTok::new(src, kind, Span::point(at), false, true)));
     }
     (out, diags)
 }
@@ -471,18 +532,16 @@ fn too_deep(source: SourceId, span: Span, label: String) -> Diagnostic {
 
 /// Closes `frame` with a virtual closer at `at`, reporting it unless it is a
 /// string (the lexer reports those) or lies in a region being skipped.
-fn close_virtually<'s>(
-    out: &mut Vec<(PTok<'s>, SimpleSpan)>,
+/// Returns the closer to add (its kind and offset), if one is added.
+fn close_virtually(
     diags: &mut Vec<Diagnostic>,
     source: SourceId,
     frame: &Frame,
     at: Span,
     skip: &mut Option<Skip>,
     height: usize,
-) {
-    let Some(close) = closer_for(frame.kind) else {
-        return;
-    };
+) -> Option<(K, u32)> {
+    let close = closer_for(frame.kind)?;
     let skipping_inside = skip.is_some_and(|sk| height > sk.until_height);
     if frame.kind != K::DqStart && !skipping_inside {
         diags.push(
@@ -500,23 +559,14 @@ fn close_virtually<'s>(
             .with_help(format!("add the missing {}", delim_name_close(close))),
         );
     }
-    let virtual_closer = (
-        PTok {
-            kind: close,
-            text: "",
-            glued: false,
-        },
-        SimpleSpan::from(at.start as usize..at.start as usize),
-    );
+    let virtual_closer = (close, at.start);
     match *skip {
-        None => out.push(virtual_closer),
+        None => Some(virtual_closer),
         Some(sk) if sk.until_height == height => {
-            if sk.keep_closer {
-                out.push(virtual_closer);
-            }
             *skip = None;
+            sk.keep_closer.then_some(virtual_closer)
         }
-        Some(_) => {}
+        Some(_) => None,
     }
 }
 
@@ -870,7 +920,7 @@ where
 
     // An index group `[key]` glued to what precedes it.
     let index = tok(K::LBracket)
-        .filter(|t: &PTok<'t>| t.glued)
+        .filter(|t: &PTok<'t>| t.glued())
         .ignore_then(atom.clone())
         .then_ignore(tok(K::RBracket))
         .map_with(|key, e| Index {
@@ -1120,7 +1170,7 @@ where
         tok(K::Word).map_with(|t: PTok<'t>, e| mk_atom(word_primary(t.text), sp(e.span())));
 
     let unit = tok(K::LParen)
-        .then(tok(K::RParen).filter(|t: &PTok<'t>| t.glued))
+        .then(tok(K::RParen).filter(|t: &PTok<'t>| t.glued()))
         .map_with(|_, e| mk_atom(Primary::Unit, sp(e.span())));
 
     let tag = tok(K::Tag).then(atom.clone().or_not()).map_with(
@@ -1293,7 +1343,7 @@ where
     )));
 
     let caret_head = tok(K::Caret)
-        .then(any().filter(|t: &PTok<'t>| t.glued && is_arg_start(t.kind)).or_not())
+        .then(any().filter(|t: &PTok<'t>| t.glued() && is_arg_start(t.kind)).or_not())
         .map_with(|(_, name): (PTok<'t>, Option<PTok<'t>>), e| {
             let span = sp(e.span());
             match name {
@@ -1936,7 +1986,7 @@ where
         // `$[-9223372036854775808]` reads the smallest Int.
         let neg_literal = any()
             .filter(|t: &PTok<'t>| t.kind == K::Op(ExprOp::Sub))
-            .then(tok(K::Word).filter(|t: &PTok<'t>| t.glued))
+            .then(tok(K::Word).filter(|t: &PTok<'t>| t.glued()))
             .try_map(move |(_, w): (PTok<'t>, PTok<'t>), span: SimpleSpan| {
                 let text = format!("-{}", w.text);
                 match parse_numeral(&text) {

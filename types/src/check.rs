@@ -51,8 +51,100 @@ pub enum CaptureSite {
     BlockArg,
 }
 
-/// A table keyed by [`NodeId`]: the ids present, sorted, beside their
-/// values.
+/// A map kept as its keys, sorted, beside their values: no hashing and no
+/// empty buckets, for keys that arrive in nearly increasing order (node ids
+/// in the order the checker visits them, type handles as the store hands
+/// them out). An insertion past the last key is a push; an earlier one
+/// searches back from the end in doubling steps (so its probes stay in the
+/// last few cache lines) and moves the entries after it. Lookups are a
+/// binary search.
+#[derive(Clone, Debug)]
+pub(crate) struct SortedMap<K, V> {
+    keys: Vec<K>,
+    vals: Vec<V>,
+}
+
+impl<K, V> Default for SortedMap<K, V> {
+    fn default() -> Self {
+        SortedMap {
+            keys: Vec::new(),
+            vals: Vec::new(),
+        }
+    }
+}
+
+impl<K: Ord + Copy, V> SortedMap<K, V> {
+    /// Room for `n` more entries.
+    pub(crate) fn reserve(&mut self, n: usize) {
+        self.keys.reserve(n);
+        self.vals.reserve(n);
+    }
+
+    /// Where `key` is (`Ok`) or would go (`Err`).
+    fn position(&self, key: K) -> Result<usize, usize> {
+        let len = self.keys.len();
+        if self.keys.last().is_none_or(|&last| last < key) {
+            return Err(len);
+        }
+        let mut step = 1;
+        let mut lo = len.saturating_sub(1);
+        while lo > 0 && self.keys.get(lo).is_some_and(|&k| k > key) {
+            lo = lo.saturating_sub(step);
+            step *= 2;
+        }
+        let window = self.keys.get(lo..).unwrap_or_default();
+        window
+            .binary_search(&key)
+            .map(|i| i + lo)
+            .map_err(|i| i + lo)
+    }
+
+    /// Sets the entry for `key`, returning the previous one.
+    pub(crate) fn insert(&mut self, key: K, value: V) -> Option<V> {
+        match self.position(key) {
+            Ok(i) => self
+                .vals
+                .get_mut(i)
+                .map(|slot| std::mem::replace(slot, value)),
+            Err(i) => {
+                self.keys.insert(i, key);
+                self.vals.insert(i, value);
+                None
+            }
+        }
+    }
+
+    /// Sets the entry for `key` unless it has one.
+    pub(crate) fn insert_if_absent(&mut self, key: K, value: V) {
+        if let Err(i) = self.position(key) {
+            self.keys.insert(i, key);
+            self.vals.insert(i, value);
+        }
+    }
+
+    pub(crate) fn get(&self, key: K) -> Option<&V> {
+        let i = self.keys.binary_search(&key).ok()?;
+        self.vals.get(i)
+    }
+
+    pub(crate) fn contains_key(&self, key: K) -> bool {
+        self.keys.binary_search(&key).is_ok()
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.keys.len()
+    }
+
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (K, &V)> {
+        self.keys.iter().copied().zip(&self.vals)
+    }
+
+    pub(crate) fn values(&self) -> impl Iterator<Item = &V> {
+        self.vals.iter()
+    }
+}
+
+/// A table keyed by [`NodeId`], in id order.
 ///
 /// Memory is proportional to the entries, not to the largest id: a table
 /// indexed by id held a slot for every node of the program, so the sparse
@@ -60,67 +152,50 @@ pub enum CaptureSite {
 /// (tens of megabytes for a 100,000-line program). The checker inserts in
 /// nearly increasing id order (a node's entry follows those of the nodes
 /// inside it, which have larger ids, so an insertion moves at most the
-/// entries of one statement's nested forms); lookups are a binary search.
+/// entries of one statement's nested forms).
 #[derive(Clone, Debug)]
-pub struct NodeMap<T> {
-    ids: Vec<NodeId>,
-    vals: Vec<T>,
-}
+pub struct NodeMap<T>(SortedMap<NodeId, T>);
 
 impl<T> Default for NodeMap<T> {
     fn default() -> Self {
-        NodeMap {
-            ids: Vec::new(),
-            vals: Vec::new(),
-        }
+        NodeMap(SortedMap::default())
     }
 }
 
 impl<T> NodeMap<T> {
+    /// Room for `n` more entries.
+    pub(crate) fn reserve(&mut self, n: usize) {
+        self.0.reserve(n);
+    }
+
     /// Sets the entry for `id`, returning the previous one.
     pub fn insert(&mut self, id: NodeId, value: T) -> Option<T> {
-        if self.ids.last().is_none_or(|&last| last < id) {
-            self.ids.push(id);
-            self.vals.push(value);
-            return None;
-        }
-        match self.ids.binary_search(&id) {
-            Ok(i) => self
-                .vals
-                .get_mut(i)
-                .map(|slot| std::mem::replace(slot, value)),
-            Err(i) => {
-                self.ids.insert(i, id);
-                self.vals.insert(i, value);
-                None
-            }
-        }
+        self.0.insert(id, value)
     }
 
     pub fn get(&self, id: NodeId) -> Option<&T> {
-        let i = self.ids.binary_search(&id).ok()?;
-        self.vals.get(i)
+        self.0.get(id)
     }
 
     pub fn contains_key(&self, id: NodeId) -> bool {
-        self.ids.binary_search(&id).is_ok()
+        self.0.contains_key(id)
     }
 
     pub fn len(&self) -> usize {
-        self.ids.len()
+        self.0.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.ids.is_empty()
+        self.0.len() == 0
     }
 
     /// The entries in id order.
     pub fn iter(&self) -> impl Iterator<Item = (NodeId, &T)> {
-        self.ids.iter().copied().zip(&self.vals)
+        self.0.iter()
     }
 
     pub fn values(&self) -> impl Iterator<Item = &T> {
-        self.vals.iter()
+        self.0.values()
     }
 }
 

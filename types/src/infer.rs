@@ -23,7 +23,9 @@ use ral_syntax::ast::{
 use ral_syntax::{Code, Diagnostic, SourceId, Span};
 
 use crate::builtins::{builtin_table, BuiltinKind};
-use crate::check::{CaptureSite, CheckOptions, Checked, Elaboration, HeadRes, NameRes, TopBinding};
+use crate::check::{
+    CaptureSite, CheckOptions, Checked, Elaboration, HeadRes, NameRes, SortedMap, TopBinding,
+};
 use crate::env::{EnvEntry, TypeEnv};
 use crate::print::TyPrinter;
 use crate::ty::{
@@ -70,7 +72,9 @@ struct Infer<'a> {
     elab: Elaboration,
     /// Where a constructor node came from: the term that made it (literal,
     /// list, record, …), cited as the conflicting use in a mismatch.
-    prov: HashMap<Ty, Span>,
+    /// Keyed by handle in a sorted list: provenance is recorded for the
+    /// node just made, so an insertion is nearly always a push.
+    prov: SortedMap<Ty, Span>,
     /// The spans kind constraints came from, indexed by [`Provenance`].
     origins: Vec<Span>,
     /// Computed indexes whose list/map choice is deferred (§4.7).
@@ -125,8 +129,19 @@ pub(crate) fn run(
     env: &TypeEnv,
     opts: &CheckOptions,
 ) -> Checked {
+    // Room for the store and the big tables from the size of the source
+    // (about what a dense program needs): growing them by doubling copied
+    // each one again and again, and at 100,000 lines those copies were a
+    // quarter of the checker's cache misses. What a sparser program does not
+    // use is never touched, so it costs address space, not memory.
+    let bytes = program.span.end.saturating_sub(program.span.start) as usize;
+    let mut elab = Elaboration::default();
+    elab.atom_types.reserve(bytes / 6);
+    elab.stage_types.reserve(bytes / 16);
+    let mut prov = SortedMap::default();
+    prov.reserve(bytes / 12);
     let mut cx = Infer {
-        store: TyStore::new(),
+        store: TyStore::with_capacity(bytes / 3, bytes / 12),
         source,
         env,
         opts,
@@ -137,8 +152,8 @@ pub(crate) fn run(
         in_block_rhs: 0,
         weak_cache: HashMap::default(),
         diags: Vec::new(),
-        elab: Elaboration::default(),
-        prov: HashMap::default(),
+        elab,
+        prov,
         origins: Vec::new(),
         pending_ix: Vec::new(),
         pending_labels: Vec::new(),
@@ -230,7 +245,7 @@ impl<'a> Infer<'a> {
             return;
         }
         if let TyView::Con(_) = self.store.view(t) {
-            self.prov.entry(t).or_insert(span);
+            self.prov.insert_if_absent(t, span);
         }
     }
 
@@ -249,7 +264,7 @@ impl<'a> Infer<'a> {
     /// admission refusal names as the use (§7.3).
     fn note_boundary_use(&mut self, t: Ty, span: Span) {
         let t = self.store.find(t);
-        if matches!(self.store.view(t), TyView::Con(_)) && !self.prov.contains_key(&t) {
+        if matches!(self.store.view(t), TyView::Con(_)) && !self.prov.contains_key(t) {
             self.boundary_uses.entry(t).or_insert(span);
         }
     }
@@ -257,7 +272,7 @@ impl<'a> Infer<'a> {
     /// Where the constructor `t` came from, if known.
     fn prov_of(&mut self, t: Ty) -> Option<Span> {
         let t = self.store.find(t);
-        self.prov.get(&t).copied()
+        self.prov.get(t).copied()
     }
 
     /// Adds a secondary label at `at` unless it is the primary span.
@@ -768,7 +783,7 @@ impl<'a> Infer<'a> {
                 TyView::Con(
                     con
                     @ (Con::Unit | Con::Bool | Con::Int | Con::Float | Con::String | Con::Bytes),
-                ) if !self.prov.contains_key(&v) => self.lit(con, l.value.span),
+                ) if !self.prov.contains_key(v) => self.lit(con, l.value.span),
                 TyView::Var(..) | TyView::Con(_) => value,
             }
         };
@@ -1766,7 +1781,7 @@ impl<'a> Infer<'a> {
                     TyView::Var(v, _) => v.origin.and_then(|p| origins.get(p.0 as usize).copied()),
                     TyView::Con(_) => {
                         let r = store.find_imm(t);
-                        prov.get(&r).or_else(|| uses.get(&r)).copied()
+                        prov.get(r).or_else(|| uses.get(&r)).copied()
                     }
                 };
                 span.map(|s| s.start)

@@ -751,13 +751,215 @@ enum Term {
     },
 }
 
+/// A node as the store's methods read and write it; [`Packed`] is how it
+/// is held.
 #[derive(Clone, Copy, Debug)]
 struct Node {
     term: Term,
     /// Variables: the let depth. Constructors: an upper bound of the levels below.
     level: u32,
-    /// Scratch mark for graph walks (compared against `TyStore::epoch`).
-    mark: u32,
+}
+
+/// A node as the store holds it: four words, 16 bytes (a [`Node`] is 24).
+/// A large program's store has millions of nodes, and their size was the
+/// largest part of the checker's memory, so the node is packed by hand:
+///
+/// ```text
+///  a, b   payload: a link's target; a variable's provenance (in a);
+///         a constructor's children (a row: a = first field, b = tail)
+///  c      bits 24..32: the tag (TAG_*); bits 0..24: a variable's kind and
+///         sort (VAR_*), or a row's field count
+///  d      bits 0..31: the level; bit 31: a constructor's `data` mark
+/// ```
+///
+/// A row node holds at most [`MAX_ROW_FIELDS`] fields; [`TyStore::row`]
+/// chains longer rows, which mean the same type.
+#[derive(Clone, Copy, Debug)]
+struct Packed {
+    a: u32,
+    b: u32,
+    c: u32,
+    d: u32,
+}
+
+const _: () = assert!(std::mem::size_of::<Packed>() == 16);
+
+/// The most fields one row node holds (a 24-bit count).
+const MAX_ROW_FIELDS: usize = 0x00FF_FFFF;
+const LOW24: u32 = 0x00FF_FFFF;
+const DATA_BIT: u32 = 1 << 31;
+
+const TAG_LINK: u32 = 0;
+const TAG_VAR: u32 = 1;
+const TAG_VAR_ORIGIN: u32 = 2;
+const TAG_UNIT: u32 = 3;
+const TAG_BOOL: u32 = 4;
+const TAG_INT: u32 = 5;
+const TAG_FLOAT: u32 = 6;
+const TAG_STRING: u32 = 7;
+const TAG_BYTES: u32 = 8;
+const TAG_LIST: u32 = 9;
+const TAG_MAP: u32 = 10;
+const TAG_RECORD: u32 = 11;
+const TAG_VARIANT: u32 = 12;
+const TAG_THUNK: u32 = 13;
+const TAG_HANDLE: u32 = 14;
+const TAG_RETURNS: u32 = 15;
+const TAG_ARROW: u32 = 16;
+const TAG_ROW_EMPTY_FIELD: u32 = 17;
+const TAG_ROW_EMPTY_TAG: u32 = 18;
+const TAG_ROW_FIELD: u32 = 19;
+const TAG_ROW_TAG: u32 = 20;
+const TAG_PURE: u32 = 21;
+const TAG_WRITE: u32 = 22;
+const TAG_ERROR: u32 = 23;
+
+/// A variable's kind and sort in 20 bits: heads in bits 0..16, deep in
+/// bit 16, the sort in bits 17..20.
+const VAR_DEEP: u32 = 1 << 16;
+const VAR_SORT_SHIFT: u32 = 17;
+
+impl Packed {
+    /// The target, if the node is a link (without decoding the rest).
+    #[inline]
+    fn link(self) -> Option<Ty> {
+        (self.c >> 24 == TAG_LINK).then_some(Ty(self.a))
+    }
+
+    /// The level (without decoding the rest).
+    #[inline]
+    fn level(self) -> u32 {
+        self.d & !DATA_BIT
+    }
+
+    fn new(node: Node) -> Packed {
+        let Node { term, level } = node;
+        debug_assert!(level < DATA_BIT, "level {level} out of range");
+        let (tag, a, b, low, data) = match term {
+            Term::Link(t) => (TAG_LINK, t.0, 0, 0, false),
+            Term::Var(v) => {
+                let sort = match v.sort {
+                    Sort::Value => 0,
+                    Sort::Comp => 1,
+                    Sort::Row(Alphabet::Field) => 2,
+                    Sort::Row(Alphabet::Tag) => 3,
+                    Sort::Grade => 4,
+                };
+                let low = u32::from(v.kind.heads.0)
+                    | if v.kind.deep { VAR_DEEP } else { 0 }
+                    | sort << VAR_SORT_SHIFT;
+                match v.origin {
+                    Some(Provenance(p)) => (TAG_VAR_ORIGIN, p, 0, low, false),
+                    None => (TAG_VAR, 0, 0, low, false),
+                }
+            }
+            Term::Con { con, data } => {
+                let (tag, a, b, low) = match con {
+                    Con::Unit => (TAG_UNIT, 0, 0, 0),
+                    Con::Bool => (TAG_BOOL, 0, 0, 0),
+                    Con::Int => (TAG_INT, 0, 0, 0),
+                    Con::Float => (TAG_FLOAT, 0, 0, 0),
+                    Con::String => (TAG_STRING, 0, 0, 0),
+                    Con::Bytes => (TAG_BYTES, 0, 0, 0),
+                    Con::List(t) => (TAG_LIST, t.0, 0, 0),
+                    Con::Map(t) => (TAG_MAP, t.0, 0, 0),
+                    Con::Record(t) => (TAG_RECORD, t.0, 0, 0),
+                    Con::Variant(t) => (TAG_VARIANT, t.0, 0, 0),
+                    Con::Thunk(t) => (TAG_THUNK, t.0, 0, 0),
+                    Con::Handle(t) => (TAG_HANDLE, t.0, 0, 0),
+                    Con::Returns { grade, value } => (TAG_RETURNS, grade.0, value.0, 0),
+                    Con::Arrow { param, result } => (TAG_ARROW, param.0, result.0, 0),
+                    Con::RowEmpty(Alphabet::Field) => (TAG_ROW_EMPTY_FIELD, 0, 0, 0),
+                    Con::RowEmpty(Alphabet::Tag) => (TAG_ROW_EMPTY_TAG, 0, 0, 0),
+                    Con::Row {
+                        alphabet,
+                        fields,
+                        tail,
+                    } => {
+                        debug_assert!(fields.len() <= MAX_ROW_FIELDS);
+                        let tag = match alphabet {
+                            Alphabet::Field => TAG_ROW_FIELD,
+                            Alphabet::Tag => TAG_ROW_TAG,
+                        };
+                        (tag, fields.start, tail.0, fields.len & LOW24)
+                    }
+                    Con::Pure => (TAG_PURE, 0, 0, 0),
+                    Con::Write => (TAG_WRITE, 0, 0, 0),
+                    Con::Error => (TAG_ERROR, 0, 0, 0),
+                };
+                (tag, a, b, low, data)
+            }
+        };
+        Packed {
+            a,
+            b,
+            c: tag << 24 | low,
+            d: level | if data { DATA_BIT } else { 0 },
+        }
+    }
+
+    fn get(self) -> Node {
+        let Packed { a, b, c, d } = self;
+        let low = c & LOW24;
+        let level = d & !DATA_BIT;
+        let data = d & DATA_BIT != 0;
+        let con = |con: Con<Ty>| Term::Con { con, data };
+        let term = match c >> 24 {
+            TAG_LINK => Term::Link(Ty(a)),
+            tag @ (TAG_VAR | TAG_VAR_ORIGIN) => {
+                let sort = match low >> VAR_SORT_SHIFT {
+                    0 => Sort::Value,
+                    1 => Sort::Comp,
+                    2 => Sort::Row(Alphabet::Field),
+                    3 => Sort::Row(Alphabet::Tag),
+                    _ => Sort::Grade,
+                };
+                Term::Var(TyVar {
+                    sort,
+                    kind: Kind {
+                        heads: HeadSet(low as u16),
+                        deep: low & VAR_DEEP != 0,
+                    },
+                    origin: (tag == TAG_VAR_ORIGIN).then_some(Provenance(a)),
+                })
+            }
+            TAG_UNIT => con(Con::Unit),
+            TAG_BOOL => con(Con::Bool),
+            TAG_INT => con(Con::Int),
+            TAG_FLOAT => con(Con::Float),
+            TAG_STRING => con(Con::String),
+            TAG_BYTES => con(Con::Bytes),
+            TAG_LIST => con(Con::List(Ty(a))),
+            TAG_MAP => con(Con::Map(Ty(a))),
+            TAG_RECORD => con(Con::Record(Ty(a))),
+            TAG_VARIANT => con(Con::Variant(Ty(a))),
+            TAG_THUNK => con(Con::Thunk(Ty(a))),
+            TAG_HANDLE => con(Con::Handle(Ty(a))),
+            TAG_RETURNS => con(Con::Returns {
+                grade: Ty(a),
+                value: Ty(b),
+            }),
+            TAG_ARROW => con(Con::Arrow {
+                param: Ty(a),
+                result: Ty(b),
+            }),
+            TAG_ROW_EMPTY_FIELD => con(Con::RowEmpty(Alphabet::Field)),
+            TAG_ROW_EMPTY_TAG => con(Con::RowEmpty(Alphabet::Tag)),
+            tag @ (TAG_ROW_FIELD | TAG_ROW_TAG) => con(Con::Row {
+                alphabet: if tag == TAG_ROW_FIELD {
+                    Alphabet::Field
+                } else {
+                    Alphabet::Tag
+                },
+                fields: FieldRange { start: a, len: low },
+                tail: Ty(b),
+            }),
+            TAG_PURE => con(Con::Pure),
+            TAG_WRITE => con(Con::Write),
+            _ => con(Con::Error),
+        };
+        Node { term, level }
+    }
 }
 
 /// A point [`TyStore::rollback_to`] can return to.
@@ -782,11 +984,12 @@ pub enum TyView {
 /// The arena of type nodes for one compilation unit, with the current level.
 #[derive(Debug)]
 pub struct TyStore {
-    nodes: Vec<Node>,
+    nodes: Vec<Packed>,
     fields: Vec<(Label, Ty)>,
     level: u32,
-    epoch: u32,
-    undo: Vec<(Ty, Node)>,
+    /// Scratch for [`TyStore::reaches_without_data`]: the nodes it visited.
+    visited: HashSet<Ty>,
+    undo: Vec<(Ty, Packed)>,
     snapshots: u32,
     seen: HashSet<(Ty, Ty)>,
     common: [Ty; 9],
@@ -801,11 +1004,18 @@ impl Default for TyStore {
 impl TyStore {
     /// An empty store at [`TOP_LEVEL`].
     pub fn new() -> TyStore {
+        TyStore::with_capacity(1024, 0)
+    }
+
+    /// An empty store with room for `nodes` nodes and `fields` row fields.
+    /// A store that grows by doubling copies all its nodes each time, and
+    /// for a large unit those copies miss the cache on both ends.
+    pub fn with_capacity(nodes: usize, fields: usize) -> TyStore {
         let mut store = TyStore {
-            nodes: Vec::with_capacity(1024),
-            fields: Vec::new(),
+            nodes: Vec::with_capacity(nodes.max(16)),
+            fields: Vec::with_capacity(fields),
             level: TOP_LEVEL,
-            epoch: 0,
+            visited: HashSet::default(),
             undo: Vec::new(),
             snapshots: 0,
             seen: HashSet::default(),
@@ -833,16 +1043,12 @@ impl TyStore {
 
     fn push(&mut self, term: Term, level: u32) -> Ty {
         let ty = Ty(self.nodes.len() as u32);
-        self.nodes.push(Node {
-            term,
-            level,
-            mark: 0,
-        });
+        self.nodes.push(Packed::new(Node { term, level }));
         ty
     }
 
     fn node(&self, t: Ty) -> Node {
-        self.nodes[t.0 as usize]
+        self.nodes[t.0 as usize].get()
     }
 
     fn set(&mut self, t: Ty, term: Term, level: u32) {
@@ -850,8 +1056,7 @@ impl TyStore {
         if self.snapshots > 0 {
             self.undo.push((t, *slot));
         }
-        slot.term = term;
-        slot.level = level;
+        *slot = Packed::new(Node { term, level });
     }
 
     /// The number of nodes allocated so far.
@@ -975,11 +1180,11 @@ impl TyStore {
         let (kids, fields) = con.children();
         let mut level = WEAK_LEVEL;
         for (t, _) in kids.into_iter().flatten() {
-            level = level.max(self.node(self.find_imm(t)).level);
+            level = level.max(self.level_at(self.find_imm(t)));
         }
         if let Some(range) = fields {
             for &(_, t) in &self.fields[range.range()] {
-                level = level.max(self.node(self.find_imm(t)).level);
+                level = level.max(self.level_at(self.find_imm(t)));
             }
         }
         level
@@ -1057,20 +1262,23 @@ impl TyStore {
                 return None;
             }
         }
-        if fields.is_empty() {
-            return Some(tail);
+        // One node per MAX_ROW_FIELDS fields (a row node's count has 24
+        // bits); a chain of row nodes is the same row.
+        let mut row = tail;
+        for chunk in fields.chunks(MAX_ROW_FIELDS).rev() {
+            let start = self.fields.len() as u32;
+            self.fields.extend_from_slice(chunk);
+            let range = FieldRange {
+                start,
+                len: chunk.len() as u32,
+            };
+            row = self.mk(Con::Row {
+                alphabet,
+                fields: range,
+                tail: row,
+            });
         }
-        let start = self.fields.len() as u32;
-        self.fields.extend_from_slice(fields);
-        let range = FieldRange {
-            start,
-            len: fields.len() as u32,
-        };
-        Some(self.mk(Con::Row {
-            alphabet,
-            fields: range,
-            tail,
-        }))
+        Some(row)
     }
 
     /// The closed record `[fields]`, `None` on a repeated label.
@@ -1108,10 +1316,10 @@ impl TyStore {
         let root = self.find_imm(t);
         let mut cur = t;
         while cur != root {
-            let node = self.node(cur);
-            let Term::Link(next) = node.term else { break };
+            let packed = self.nodes[cur.0 as usize];
+            let Some(next) = packed.link() else { break };
             if next != root {
-                self.set(cur, Term::Link(root), node.level);
+                self.set(cur, Term::Link(root), packed.level());
             }
             cur = next;
         }
@@ -1121,10 +1329,15 @@ impl TyStore {
     /// The representative of `t`, without compressing (for `&self` readers).
     pub fn find_imm(&self, t: Ty) -> Ty {
         let mut cur = t;
-        while let Term::Link(next) = self.node(cur).term {
+        while let Some(next) = self.nodes[cur.0 as usize].link() {
             cur = next;
         }
         cur
+    }
+
+    /// The level of node `t` itself (not of its representative).
+    fn level_at(&self, t: Ty) -> u32 {
+        self.nodes[t.0 as usize].level()
     }
 
     /// What `t` currently is.
@@ -1150,7 +1363,7 @@ impl TyStore {
 
     /// The level of `t`'s representative.
     pub fn level_of(&self, t: Ty) -> u32 {
-        self.node(self.find_imm(t)).level
+        self.level_at(self.find_imm(t))
     }
 
     /// The sort of `t`.
@@ -1279,7 +1492,7 @@ impl TyStore {
                 found_origin: vb.origin,
             });
         }
-        let level = self.node(a).level.min(self.node(b).level);
+        let level = self.level_at(a).min(self.level_at(b));
         let origin = va.origin.or(vb.origin);
         self.set(b, Term::Link(a), level);
         if va.sort == Sort::Value {
@@ -1311,7 +1524,7 @@ impl TyStore {
         var_on: Side,
     ) -> Result<(), UnifyError> {
         if matches!(con, Con::Error) {
-            let level = self.node(var).level;
+            let level = self.level_at(var);
             self.set(var, Term::Link(ty), level);
             return Ok(());
         }
@@ -1349,7 +1562,7 @@ impl TyStore {
         if v.kind.deep {
             self.impose_data(ty, v.origin)?;
         }
-        let level = self.node(var).level;
+        let level = self.level_at(var);
         self.lower(ty, level);
         self.set(var, Term::Link(ty), level);
         Ok(())
@@ -1529,20 +1742,17 @@ impl TyStore {
 
     /// Whether `target` is reachable from `from` along non-data edges only.
     fn reaches_without_data(&mut self, from: Ty, target: Ty) -> bool {
-        self.epoch = self.epoch.wrapping_add(1);
-        let epoch = self.epoch;
+        self.visited.clear();
         let mut stack = vec![from];
         while let Some(t) = stack.pop() {
             let t = self.find(t);
             if t == target {
                 return true;
             }
-            let node = &mut self.nodes[t.0 as usize];
-            if node.mark == epoch {
+            if !self.visited.insert(t) {
                 continue;
             }
-            node.mark = epoch;
-            if let Term::Con { con, .. } = node.term {
+            if let Term::Con { con, .. } = self.node(t).term {
                 let (kids, _) = con.children();
                 for (kid, data) in kids.into_iter().flatten() {
                     if !data {
@@ -1716,11 +1926,7 @@ impl TyStore {
                     }
                 }
             };
-            self.nodes.push(Node {
-                term,
-                level,
-                mark: 0,
-            });
+            self.nodes.push(Packed::new(Node { term, level }));
         }
         lookup(scheme.root())
     }
@@ -2012,5 +2218,93 @@ impl Scheme {
             }
         }
         true
+    }
+}
+
+#[cfg(test)]
+mod packed_tests {
+    use super::*;
+
+    fn roundtrip(term: Term, level: u32) {
+        let back = Packed::new(Node { term, level }).get();
+        assert_eq!(format!("{:?}", back.term), format!("{term:?}"));
+        assert_eq!(back.level, level);
+    }
+
+    #[test]
+    fn every_term_survives_packing() {
+        let t = Ty(7);
+        let u = Ty(u32::MAX - 1);
+        let fields = FieldRange {
+            start: 123_456,
+            len: MAX_ROW_FIELDS as u32,
+        };
+        let cons = [
+            Con::Unit,
+            Con::Bool,
+            Con::Int,
+            Con::Float,
+            Con::String,
+            Con::Bytes,
+            Con::List(t),
+            Con::Map(u),
+            Con::Record(t),
+            Con::Variant(u),
+            Con::Thunk(t),
+            Con::Handle(u),
+            Con::Returns { grade: t, value: u },
+            Con::Arrow {
+                param: u,
+                result: t,
+            },
+            Con::RowEmpty(Alphabet::Field),
+            Con::RowEmpty(Alphabet::Tag),
+            Con::Row {
+                alphabet: Alphabet::Field,
+                fields,
+                tail: u,
+            },
+            Con::Row {
+                alphabet: Alphabet::Tag,
+                fields,
+                tail: t,
+            },
+            Con::Pure,
+            Con::Write,
+            Con::Error,
+        ];
+        for level in [WEAK_LEVEL, TOP_LEVEL, 9, DATA_BIT - 1] {
+            roundtrip(Term::Link(u), level);
+            for con in cons {
+                roundtrip(Term::Con { con, data: false }, level);
+                roundtrip(Term::Con { con, data: true }, level);
+            }
+            let sorts = [
+                Sort::Value,
+                Sort::Comp,
+                Sort::Row(Alphabet::Field),
+                Sort::Row(Alphabet::Tag),
+                Sort::Grade,
+            ];
+            for sort in sorts {
+                for (kind, _) in Kind::NAMED {
+                    for origin in [None, Some(Provenance(0)), Some(Provenance(u32::MAX))] {
+                        roundtrip(Term::Var(TyVar { sort, kind, origin }), level);
+                    }
+                }
+                let odd = Kind {
+                    heads: HeadSet(u16::MAX),
+                    deep: true,
+                };
+                roundtrip(
+                    Term::Var(TyVar {
+                        sort,
+                        kind: odd,
+                        origin: None,
+                    }),
+                    level,
+                );
+            }
+        }
     }
 }
