@@ -169,7 +169,7 @@ pub(crate) fn run(
     let mut closed = Vec::with_capacity(bindings.len());
     for b in &bindings {
         let (scheme, weak) = close_scheme(&cx.store, &b.scheme);
-        closed.push((b.name.clone(), EnvEntry { scheme, weak }, b.stmt));
+        closed.push(EnvEntry { scheme, weak });
     }
     Checked {
         diagnostics: cx.diags,
