@@ -273,8 +273,9 @@ pub struct Checked {
     pub diagnostics: Vec<Diagnostic>,
     /// Top-level bindings in statement order.
     pub bindings: Vec<TopBinding>,
-    /// The same bindings with closed schemes, for [`TypeEnv::extend_with`].
-    pub(crate) closed_bindings: Vec<(String, EnvEntry, usize)>,
+    /// The closed entry of each binding of `bindings` (same order), for
+    /// [`TypeEnv::extend_with`].
+    pub(crate) closed_bindings: Vec<EnvEntry>,
     /// The side tables.
     pub elab: Elaboration,
     /// The store every `Ty` above lives in.
@@ -301,7 +302,7 @@ impl Checked {
             .bindings
             .iter()
             .position(|b| b.name == name && b.span == span)?;
-        self.closed_bindings.get(i).map(|(_, e, _)| e)
+        self.closed_bindings.get(i)
     }
 
     /// The printed scheme of the last top-level binding of `name`.

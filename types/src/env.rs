@@ -122,9 +122,9 @@ impl TypeEnv {
     pub fn extend_with_prefix(&self, checked: &Checked, landed: usize) -> TypeEnv {
         let mut out = self.clone();
         let map = Arc::make_mut(&mut out.names);
-        for (name, entry, stmt) in &checked.closed_bindings {
-            if *stmt < landed {
-                map.insert(name.clone(), entry.clone());
+        for (binding, entry) in checked.bindings.iter().zip(&checked.closed_bindings) {
+            if binding.stmt < landed {
+                map.insert(binding.name.clone(), entry.clone());
             }
         }
         out

@@ -161,7 +161,12 @@ pub(crate) fn run(
         boundary_calls: Vec::new(),
         boundary_uses: HashMap::default(),
     };
-    let mut bindings = Vec::new();
+    // A top-level statement binds one name, as a rule: room for that many
+    // bindings up front spares the two binding lists their growth copies.
+    let top = program.stmts.len();
+    cx.bound.reserve(top);
+    cx.scope.reserve(top);
+    let mut bindings = Vec::with_capacity(top);
     let result = cx.stmts(&program.stmts, Some(&mut bindings));
     cx.settle_labels(0, 0);
     cx.finish_indexes();
@@ -169,7 +174,7 @@ pub(crate) fn run(
     let mut closed = Vec::with_capacity(bindings.len());
     for b in &bindings {
         let (scheme, weak) = close_scheme(&cx.store, &b.scheme);
-        closed.push((b.name.clone(), EnvEntry { scheme, weak }, b.stmt));
+        closed.push(EnvEntry { scheme, weak });
     }
     Checked {
         diagnostics: cx.diags,

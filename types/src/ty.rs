@@ -29,6 +29,15 @@
 //! next run) and instantiation is one linear copy. A scheme produced by
 //! [`TyStore::generalize`] may point back into its store at monomorphic parts
 //! ([`SchemeNode::Free`]); such a scheme is only meaningful with that store.
+//!
+//! **Representation.** The store holds each node packed in 16 bytes
+//! (`Packed`): a large unit has millions of nodes, and their size was the
+//! largest part of the checker's memory. The methods read and write the
+//! decoded `Node` (`node`, `set`, `push`); `find` and level reads look at the
+//! packed words directly. Two limits come with the packing, both far beyond
+//! real programs: a level is below 2^31, and one row node holds at most
+//! 2^24 − 1 fields ([`TyStore::row`] chains longer rows, which are the same
+//! row to every reader, since rows are read through their tails).
 
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::fmt;
@@ -2004,8 +2013,8 @@ pub enum SchemeNode {
 /// A scheme is immutable once built and cheap to clone: a one-node scheme
 /// (every lambda-bound name, every monomorphic `let`) is held inline, and a
 /// larger one is shared behind an `Arc`, so the copies the checker keeps
-/// (the scope, the unit's bindings) share one arena. Build one with a
-/// [`SchemeBuilder`].
+/// (the scope, the unit's bindings) share one arena. The crate builds one
+/// with a `SchemeBuilder`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Scheme(SchemeRepr);
 
