@@ -114,11 +114,24 @@ impl<K: Ord + Copy, V> SortedMap<K, V> {
         }
     }
 
-    /// Sets the entry for `key` unless it has one.
-    pub(crate) fn insert_if_absent(&mut self, key: K, value: V) {
-        if let Err(i) = self.position(key) {
-            self.keys.insert(i, key);
-            self.vals.insert(i, value);
+    /// Sets the entry for `key` unless it has one, when that moves at most
+    /// `max_moved` entries; otherwise hands `value` back (for a caller that
+    /// keeps such stragglers elsewhere, so no insertion costs more than a
+    /// short move).
+    pub(crate) fn insert_if_absent_near_end(
+        &mut self,
+        key: K,
+        value: V,
+        max_moved: usize,
+    ) -> Result<(), V> {
+        match self.position(key) {
+            Ok(_) => Ok(()),
+            Err(i) if self.keys.len() - i <= max_moved => {
+                self.keys.insert(i, key);
+                self.vals.insert(i, value);
+                Ok(())
+            }
+            Err(_) => Err(value),
         }
     }
 
