@@ -58,7 +58,7 @@ pub use admit::{AdmitNode, AdmitSite};
 pub use builtins::{builtin_table, Builtin, BuiltinId, BuiltinKind, BuiltinTable, Layer};
 pub use check::{
     check_program, check_source, Boundary, CaptureSite, CheckOptions, Checked, Elaboration,
-    HeadRes, NameRes, NodeMap, TopBinding,
+    HeadRes, NameRes, NodeMap, SpanMap, TopBinding,
 };
 pub use env::{EnvEntry, TypeEnv};
 pub use print::{print_scheme, print_ty, TyPrinter};
