@@ -33,6 +33,53 @@ use crate::ty::{
     TyStore, TyVar, TyView, UnifyError,
 };
 
+/// Where constructor nodes came from, by handle. Provenance is recorded for
+/// the node just made, so nearly every insertion is a push onto a sorted
+/// list (no hashing, and the entries lie in the order the nodes were made);
+/// the rare record for a node made long before goes to a hash map instead,
+/// so no insertion moves more than a few entries.
+#[derive(Default)]
+struct ProvTable {
+    recent: SortedMap<Ty, Span>,
+    far: HashMap<Ty, Span>,
+}
+
+impl ProvTable {
+    /// The most entries an insertion into `recent` may move.
+    const MAX_MOVED: usize = 64;
+
+    /// Records `span` for the node `t` just made.
+    fn insert(&mut self, t: Ty, span: Span) {
+        if let Err(span) = self
+            .recent
+            .insert_if_absent_near_end(t, span, Self::MAX_MOVED)
+        {
+            self.far.insert(t, span);
+        }
+    }
+
+    /// Records `span` for `t` unless it has a provenance.
+    fn insert_if_absent(&mut self, t: Ty, span: Span) {
+        if self.far.contains_key(&t) {
+            return;
+        }
+        if let Err(span) = self
+            .recent
+            .insert_if_absent_near_end(t, span, Self::MAX_MOVED)
+        {
+            self.far.insert(t, span);
+        }
+    }
+
+    fn get(&self, t: Ty) -> Option<&Span> {
+        self.recent.get(t).or_else(|| self.far.get(&t))
+    }
+
+    fn contains_key(&self, t: Ty) -> bool {
+        self.get(t).is_some()
+    }
+}
+
 /// A forward slot: the block's type variable, the level of the statement
 /// list holding it, and the span of its binder.
 type ForwardSlot = (Ty, Option<u32>, Span);
@@ -72,9 +119,7 @@ struct Infer<'a> {
     elab: Elaboration,
     /// Where a constructor node came from: the term that made it (literal,
     /// list, record, …), cited as the conflicting use in a mismatch.
-    /// Keyed by handle in a sorted list: provenance is recorded for the
-    /// node just made, so an insertion is nearly always a push.
-    prov: SortedMap<Ty, Span>,
+    prov: ProvTable,
     /// The spans kind constraints came from, indexed by [`Provenance`].
     origins: Vec<Span>,
     /// Computed indexes whose list/map choice is deferred (§4.7).
@@ -138,8 +183,8 @@ pub(crate) fn run(
     let mut elab = Elaboration::default();
     elab.atom_types.reserve(bytes / 6);
     elab.stage_types.reserve(bytes / 16);
-    let mut prov = SortedMap::default();
-    prov.reserve(bytes / 12);
+    let mut prov = ProvTable::default();
+    prov.recent.reserve(bytes / 12);
     let mut cx = Infer {
         store: TyStore::with_capacity(bytes / 3, bytes / 12),
         source,

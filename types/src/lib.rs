@@ -36,11 +36,12 @@
 //!   larger one behind an `Arc`, so copies of it share one arena.
 //! * **Memory.** A store node is packed into 16 bytes (see `ty.rs`), and a
 //!   store only grows: the elaboration tables keep a type for every atom
-//!   and stage of the unit. The tables ([`NodeMap`] and the checker's
-//!   provenance) are sorted lists sized by their entries, not by the
-//!   number of nodes in the program, and the store and the large tables are
-//!   reserved from the size of the source so that they do not grow by
-//!   copying (see `ARCHITECTURE.md`, the checker, for measured figures).
+//!   and stage of the unit. The tables ([`NodeMap`], [`SpanMap`] and the
+//!   checker's provenance) are sorted lists sized by their entries, not by
+//!   the number of nodes in the program, and the store and the large
+//!   tables are reserved from the size of the source so that they do not
+//!   grow by copying (see `ARCHITECTURE.md`, the checker, for measured
+//!   figures).
 //!
 //! [`print`] is the one printer, [`sig`] parses the same syntax back, and
 //! [`builtins`] is the table of every builtin and prelude signature.
@@ -58,7 +59,7 @@ pub use admit::{AdmitNode, AdmitSite};
 pub use builtins::{builtin_table, Builtin, BuiltinId, BuiltinKind, BuiltinTable, Layer};
 pub use check::{
     check_program, check_source, Boundary, CaptureSite, CheckOptions, Checked, Elaboration,
-    HeadRes, NameRes, NodeMap, TopBinding,
+    HeadRes, NameRes, NodeMap, SpanMap, TopBinding,
 };
 pub use env::{EnvEntry, TypeEnv};
 pub use print::{print_scheme, print_ty, TyPrinter};
