@@ -133,23 +133,29 @@ fn deliver(reg: &WorkerRegistry, vm: &mut Vm, w: &Worker) -> Result<Value, Failu
 }
 
 fn spawn(reg: &Arc<WorkerRegistry>, vm: &mut Vm, args: &[Value]) -> Result<Value, Failure> {
-    let body = arg(args, 0)?.clone();
-    let start = now_us();
-    let w = reg
-        .spawn(vm, Birth::Spawn, body, Vec::new())
-        .map_err(|e| e.into_failure("spawn"))?;
-    observe_birth(vm, &w, "worker", start);
-    Ok(handle_value(&w))
+    start_worker(reg, vm, args, Birth::Spawn, "spawn")
 }
 
 /// `defer block` (§14): a worker whose body runs under `audit`, so its
 /// handle's value is the body's report.
 fn defer(reg: &Arc<WorkerRegistry>, vm: &mut Vm, args: &[Value]) -> Result<Value, Failure> {
+    start_worker(reg, vm, args, Birth::Defer, "defer")
+}
+
+/// Starts the block `args[0]` as a worker of kind `birth`, records its
+/// birth in an open trail, and returns its handle.
+fn start_worker(
+    reg: &Arc<WorkerRegistry>,
+    vm: &mut Vm,
+    args: &[Value],
+    birth: Birth,
+    name: &str,
+) -> Result<Value, Failure> {
     let body = arg(args, 0)?.clone();
     let start = now_us();
     let w = reg
-        .spawn(vm, Birth::Defer, body, Vec::new())
-        .map_err(|e| e.into_failure("defer"))?;
+        .spawn(vm, birth, body, Vec::new())
+        .map_err(|e| e.into_failure(name))?;
     observe_birth(vm, &w, "worker", start);
     Ok(handle_value(&w))
 }
