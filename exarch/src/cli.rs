@@ -176,6 +176,51 @@ fn prepare_child_environment() {
     std::env::set_var("GIT_PAGER", "cat");
 }
 
+/// The session log: in `--log-dir` when given (a failure there is
+/// reported and the run goes on without a log: the user chose the place),
+/// else in the default directory, falling back to one under the temp dir
+/// when that cannot be written (a read-only or missing home).
+fn open_log(chosen: Option<&std::path::Path>) -> SessionLog {
+    if let Some(dir) = chosen {
+        return match SessionLog::create_in(dir) {
+            Ok(l) => l,
+            Err(e) => {
+                eprintln!(
+                    "exarch: cannot open a session log in {}: {e}; continuing without one",
+                    dir.display()
+                );
+                SessionLog::disabled()
+            }
+        };
+    }
+    let dir = log::default_dir();
+    match SessionLog::create_in(&dir) {
+        Ok(l) => l,
+        Err(e) => {
+            let fallback = log::fallback_dir();
+            match SessionLog::create_in(&fallback) {
+                Ok(l) => {
+                    eprintln!(
+                        "exarch: warning: cannot write the log directory {} ({e}); logging to {}",
+                        dir.display(),
+                        fallback.display()
+                    );
+                    l
+                }
+                Err(e2) => {
+                    eprintln!(
+                        "exarch: cannot open a session log in {} ({e}) or {} ({e2}); continuing \
+                         without one",
+                        dir.display(),
+                        fallback.display()
+                    );
+                    SessionLog::disabled()
+                }
+            }
+        }
+    }
+}
+
 /// The binary's entry; returns the exit status.
 pub fn main() -> i32 {
     let creds = Credentials::take_from_env();
@@ -233,10 +278,14 @@ pub fn run(args: Args, creds: Credentials) -> i32 {
     // The capability ceiling, before anything else can fail later: a bad
     // profile is a usage error.
     let start_dir = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
-    let ceiling = match profiles::ceiling(args.profile, &args.capabilities, &start_dir) {
-        Ok(c) => c,
-        Err(report) => return usage_error(report.trim_end()),
-    };
+    let (ceiling, profile_warnings) =
+        match profiles::ceiling(args.profile, &args.capabilities, &start_dir) {
+            Ok(c) => c,
+            Err(report) => return usage_error(report.trim_end()),
+        };
+    for w in &profile_warnings {
+        eprintln!("exarch: {w}");
+    }
     let base_url = args
         .base_url
         .clone()
@@ -267,17 +316,10 @@ pub fn run(args: Args, creds: Credentials) -> i32 {
         }
     };
 
-    let log_dir = args.log_dir.clone().unwrap_or_else(log::default_dir);
-    let mut session_log = match SessionLog::create_in(&log_dir) {
-        Ok(l) => l,
-        Err(e) => {
-            eprintln!(
-                "exarch: cannot open a session log in {}: {e}; continuing without one",
-                log_dir.display()
-            );
-            SessionLog::disabled()
-        }
-    };
+    let mut session_log = open_log(args.log_dir.as_deref());
+    for w in &profile_warnings {
+        session_log.record("notice", json!({ "text": w }));
+    }
     let ctl = Control::new(args.max_wall.map(Duration::from_secs));
     if let Err(e) = ctl.install_signal_handlers() {
         eprintln!("exarch: cannot install signal handlers: {e}");

@@ -176,7 +176,21 @@ pub fn default_dir() -> PathBuf {
     if let Some(h) = std::env::var_os("HOME").filter(|h| !h.is_empty()) {
         return PathBuf::from(h).join(".local/state/exarch");
     }
-    std::env::temp_dir().join("exarch-state")
+    fallback_dir()
+}
+
+/// Where logs go when the default directory cannot be written: a
+/// directory under the temp dir named for the user.
+pub fn fallback_dir() -> PathBuf {
+    let user = std::env::var("USER")
+        .ok()
+        .filter(|u| {
+            !u.is_empty()
+                && u.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+        })
+        .unwrap_or_else(|| "user".to_owned());
+    std::env::temp_dir().join(format!("exarch-state-{user}"))
 }
 
 #[cfg(test)]
