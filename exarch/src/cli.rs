@@ -23,9 +23,9 @@ use crate::agent::{Agent, AgentConfig};
 use crate::control::Control;
 use crate::headless::{self, HeadlessRun, OutputFormat};
 use crate::interactive;
-use crate::log::{self, SessionLog};
+use crate::log::{self, RunDir, SessionLog};
 use crate::profiles::{self, Profile};
-use crate::prompt::{system_prompt, HostFacts};
+use crate::prompt::{self, HostFacts};
 use crate::provider::{HttpConfig, HttpProvider, Provider, WireFormat};
 use crate::session::{Session, SessionConfig};
 use crate::tool::TIMEOUT_MAX_SECS;
@@ -126,6 +126,10 @@ pub struct Args {
     /// that meets the profile, so it can only narrow it; repeatable.
     #[arg(long, value_name = "FILE")]
     pub capabilities: Vec<String>,
+    /// The model's context window in tokens, over exarch's table of known
+    /// models (an unknown model gets a small default).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(4096..))]
+    pub context_window: Option<u64>,
 }
 
 /// The keys, taken out of the environment.
@@ -176,46 +180,62 @@ fn prepare_child_environment() {
     std::env::set_var("GIT_PAGER", "cat");
 }
 
-/// The session log: in `--log-dir` when given (a failure there is
+/// Where a run keeps its log and evicted outputs.
+struct RunPlace {
+    log: SessionLog,
+    run: Option<RunDir>,
+    /// The outputs directory (the run's, or one under the temp dir when no
+    /// run directory could be made).
+    outputs: Option<PathBuf>,
+}
+
+/// A new run directory: under `--log-dir` when given (a failure there is
 /// reported and the run goes on without a log: the user chose the place),
-/// else in the default directory, falling back to one under the temp dir
-/// when that cannot be written (a read-only or missing home).
-fn open_log(chosen: Option<&std::path::Path>) -> SessionLog {
-    if let Some(dir) = chosen {
-        return match SessionLog::create_in(dir) {
-            Ok(l) => l,
-            Err(e) => {
-                eprintln!(
-                    "exarch: cannot open a session log in {}: {e}; continuing without one",
-                    dir.display()
-                );
-                SessionLog::disabled()
-            }
+/// else under the default directory, falling back to one under the temp
+/// dir when that cannot be written (a read-only or missing home).
+fn new_run(chosen: Option<&std::path::Path>, cwd: &std::path::Path) -> RunPlace {
+    let without = |why: String| -> RunPlace {
+        eprintln!("exarch: {why}; continuing without a session log");
+        let outputs = std::env::temp_dir().join(format!("exarch-outputs-{}", std::process::id()));
+        RunPlace {
+            log: SessionLog::disabled(),
+            run: None,
+            outputs: std::fs::create_dir_all(&outputs).ok().map(|()| outputs),
+        }
+    };
+    let made = |log: SessionLog, run: RunDir| RunPlace {
+        log,
+        outputs: Some(run.outputs()),
+        run: Some(run),
+    };
+    if let Some(root) = chosen {
+        return match SessionLog::create_run(root, cwd) {
+            Ok((log, run)) => made(log, run),
+            Err(e) => without(format!(
+                "cannot open a session log in {}: {e}",
+                root.display()
+            )),
         };
     }
-    let dir = log::default_dir();
-    match SessionLog::create_in(&dir) {
-        Ok(l) => l,
+    let root = log::default_dir();
+    match SessionLog::create_run(&root, cwd) {
+        Ok((log, run)) => made(log, run),
         Err(e) => {
             let fallback = log::fallback_dir();
-            match SessionLog::create_in(&fallback) {
-                Ok(l) => {
+            match SessionLog::create_run(&fallback, cwd) {
+                Ok((log, run)) => {
                     eprintln!(
                         "exarch: warning: cannot write the log directory {} ({e}); logging to {}",
-                        dir.display(),
+                        root.display(),
                         fallback.display()
                     );
-                    l
+                    made(log, run)
                 }
-                Err(e2) => {
-                    eprintln!(
-                        "exarch: cannot open a session log in {} ({e}) or {} ({e2}); continuing \
-                         without one",
-                        dir.display(),
-                        fallback.display()
-                    );
-                    SessionLog::disabled()
-                }
+                Err(e2) => without(format!(
+                    "cannot open a session log in {} ({e}) or {} ({e2})",
+                    root.display(),
+                    fallback.display()
+                )),
             }
         }
     }
@@ -275,16 +295,37 @@ pub fn run(args: Args, creds: Credentials) -> i32 {
         },
         None => None,
     };
+    // The run's directory first: the profiles grant reading its evicted
+    // outputs (EXARCH_RUN_DIR), and it is removed again when start-up
+    // fails.
+    let start_dir = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
+    let RunPlace {
+        log: mut session_log,
+        run,
+        outputs,
+    } = new_run(args.log_dir.as_deref(), &start_dir);
+    let discard_run = |run: &Option<RunDir>| {
+        if let Some(r) = run {
+            let _ = std::fs::remove_dir_all(&r.dir);
+        }
+    };
+    if let Some(o) = &outputs {
+        std::env::set_var("EXARCH_RUN_DIR", o.parent().unwrap_or(o));
+    }
     // The capability ceiling, before anything else can fail later: a bad
     // profile is a usage error.
-    let start_dir = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
     let (ceiling, profile_warnings) =
         match profiles::ceiling(args.profile, &args.capabilities, &start_dir) {
             Ok(c) => c,
-            Err(report) => return usage_error(report.trim_end()),
+            Err(report) => {
+                drop(session_log);
+                discard_run(&run);
+                return usage_error(report.trim_end());
+            }
         };
     for w in &profile_warnings {
         eprintln!("exarch: {w}");
+        session_log.record("notice", json!({ "text": w }));
     }
     let base_url = args
         .base_url
@@ -293,6 +334,8 @@ pub fn run(args: Args, creds: Credentials) -> i32 {
         .filter(|u| !u.trim().is_empty());
     let key = creds.for_provider(args.provider);
     if key.is_none() && base_url.is_none() {
+        drop(session_log);
+        discard_run(&run);
         return usage_error(&format!(
             "{} is not set (a key is needed for the public API; a --base-url server may do without)",
             args.provider.key_var()
@@ -316,10 +359,6 @@ pub fn run(args: Args, creds: Credentials) -> i32 {
         }
     };
 
-    let mut session_log = open_log(args.log_dir.as_deref());
-    for w in &profile_warnings {
-        session_log.record("notice", json!({ "text": w }));
-    }
     let ctl = Control::new(args.max_wall.map(Duration::from_secs));
     if let Err(e) = ctl.install_signal_handlers() {
         eprintln!("exarch: cannot install signal handlers: {e}");
@@ -327,7 +366,7 @@ pub fn run(args: Args, creds: Credentials) -> i32 {
     let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
     let date = log::rfc3339(SystemTime::now());
     let caps_section = profiles::prompt_section(args.profile, &ceiling, args.capabilities.len());
-    let system = system_prompt(
+    let system = prompt::build(
         persona.as_deref(),
         &HostFacts {
             cwd: &cwd,
@@ -354,6 +393,8 @@ pub fn run(args: Args, creds: Credentials) -> i32 {
             "timeout_secs": args.timeout_secs,
             "profile": args.profile.name(),
             "capabilities": args.capabilities,
+            "run": run.as_ref().map(|r| r.id.clone()),
+            "context_window": args.context_window,
         }),
     );
     let session = Session::new(SessionConfig {
@@ -367,6 +408,11 @@ pub fn run(args: Args, creds: Credentials) -> i32 {
         AgentConfig {
             system,
             max_turns: args.max_turns,
+            context_window: args.context_window,
+            max_tokens: args.max_tokens,
+            outputs,
+            capability_files: args.capabilities.clone(),
+            start_dir: start_dir.clone(),
         },
     )
     .with_log(session_log);

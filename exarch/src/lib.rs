@@ -13,7 +13,8 @@
 //!   snapshot, leases);
 //! - [`evidence`]: what a call ran, wrote and was refused, from its audit
 //!   trail, for the session log;
-//! - [`agent`]: the loop;
+//! - [`agent`], [`context`]: the loop, its event stream and commands, and
+//!   context management (the window, eviction, summaries);
 //! - [`profiles`]: the capability profiles every call runs under;
 //! - [`log`], [`prompt`], [`pricing`], [`control`], [`cli`], [`headless`],
 //!   [`interactive`]: the program around it.
@@ -21,6 +22,7 @@
 pub mod agent;
 pub mod bus;
 pub mod cli;
+pub mod context;
 pub mod control;
 pub mod evidence;
 pub mod headless;

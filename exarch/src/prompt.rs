@@ -25,8 +25,52 @@ pub struct HostFacts<'a> {
     pub capabilities: Option<&'a str>,
 }
 
+/// The system prompt in the parts that change separately: the base
+/// (persona, guide, the session's facts), the capabilities section (a
+/// profile switch replaces it) and the project instructions.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SystemPrompt {
+    pub base: String,
+    pub capabilities: String,
+    pub project: String,
+}
+
+impl SystemPrompt {
+    /// A prompt that is all base (tests, `--system` experiments).
+    pub fn plain(text: impl Into<String>) -> SystemPrompt {
+        SystemPrompt {
+            base: text.into(),
+            ..SystemPrompt::default()
+        }
+    }
+
+    /// The text sent: the base, then the capabilities, then the project
+    /// instructions, each set off by a blank line.
+    pub fn render(&self) -> String {
+        let mut out = self.base.trim_end().to_owned();
+        for part in [&self.capabilities, &self.project] {
+            let part = part.trim();
+            if !part.is_empty() {
+                if !out.is_empty() {
+                    out.push_str("\n\n");
+                }
+                out.push_str(part);
+            }
+        }
+        if !out.is_empty() {
+            out.push('\n');
+        }
+        out
+    }
+}
+
 /// Assembles the prompt; `persona` replaces the built-in persona.
 pub fn system_prompt(persona: Option<&str>, facts: &HostFacts<'_>) -> String {
+    build(persona, facts).render()
+}
+
+/// The prompt's parts; the capabilities section is `facts.capabilities`.
+pub fn build(persona: Option<&str>, facts: &HostFacts<'_>) -> SystemPrompt {
     let mut out = String::new();
     out.push_str(persona.unwrap_or(PERSONA).trim());
     out.push_str("\n\n");
@@ -50,12 +94,11 @@ pub fn system_prompt(persona: Option<&str>, facts: &HostFacts<'_>) -> String {
              run's result.\n",
         );
     }
-    if let Some(caps) = facts.capabilities {
-        out.push('\n');
-        out.push_str(caps.trim_end());
-        out.push('\n');
+    SystemPrompt {
+        base: out,
+        capabilities: facts.capabilities.unwrap_or_default().to_owned(),
+        project: String::new(),
     }
-    out
 }
 
 #[cfg(test)]

@@ -200,6 +200,13 @@ impl Session {
         self.phase = Phase::ReadyForUser;
     }
 
+    /// Runs later calls under `ceiling` (a profile switch). The running
+    /// shell keeps its bindings; the new ceiling also holds after a clear.
+    pub fn set_ceiling(&mut self, ceiling: Capabilities) {
+        self.shell.set_capability_ceiling(ceiling.clone());
+        self.cfg.ceiling = ceiling;
+    }
+
     /// Where the session is.
     pub fn phase(&self) -> Phase {
         self.phase

@@ -6,7 +6,6 @@
 mod common;
 
 use std::io::Read;
-use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -120,10 +119,7 @@ fn finish(mut child: Child, limit: Duration, dir: tempfile::TempDir) -> Run {
 }
 
 fn read_log(dir: &std::path::Path) -> Vec<Value> {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return Vec::new();
-    };
-    let files: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
+    let files = run_logs(dir);
     assert!(files.len() <= 1, "one log per run: {files:?}");
     files
         .first()

@@ -59,11 +59,7 @@ fn ask(
 ) -> Result<exarch::message::Reply, exarch::provider::ProviderError> {
     let history = [Message::user_text("hello")];
     let tools = [ral_tool(60)];
-    let req = ChatRequest {
-        system: "be brief",
-        messages: &history,
-        tools: &tools,
-    };
+    let req = ChatRequest::new("be brief", &history, &tools);
     p.complete(&req, obs, &Control::default())
 }
 
@@ -336,11 +332,7 @@ fn an_interrupt_stops_a_waiting_request_promptly() {
         c2.interrupt();
     });
     let history = [Message::user_text("hi")];
-    let req = ChatRequest {
-        system: "",
-        messages: &history,
-        tools: &[],
-    };
+    let req = ChatRequest::new("", &history, &[]);
     let started = Instant::now();
     let e = p.complete(&req, &mut (), &ctl).unwrap_err();
     let _ = t.join();
@@ -364,11 +356,7 @@ fn a_wall_stops_a_silent_stream() {
     let p = provider(&server, Wire::Anthropic, true);
     let ctl = Control::new(Some(Duration::from_millis(300)));
     let history = [Message::user_text("hi")];
-    let req = ChatRequest {
-        system: "",
-        messages: &history,
-        tools: &[],
-    };
+    let req = ChatRequest::new("", &history, &[]);
     let started = Instant::now();
     let e = p.complete(&req, &mut (), &ctl).unwrap_err();
     assert!(

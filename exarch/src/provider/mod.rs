@@ -45,6 +45,21 @@ pub struct ChatRequest<'a> {
     pub system: &'a str,
     pub messages: &'a [Message],
     pub tools: &'a [ToolSpec],
+    /// The output cap for this request, over the provider's configured
+    /// one (a summary request, a small context window).
+    pub max_tokens: Option<u32>,
+}
+
+impl<'a> ChatRequest<'a> {
+    /// A request with the provider's own output cap.
+    pub fn new(system: &'a str, messages: &'a [Message], tools: &'a [ToolSpec]) -> ChatRequest<'a> {
+        ChatRequest {
+            system,
+            messages,
+            tools,
+            max_tokens: None,
+        }
+    }
 }
 
 /// What a request reports while it runs. Every method has a default that
@@ -74,6 +89,14 @@ pub enum ProviderErrorKind {
     Stopped(Stop),
     /// A scripted provider ran out of replies (tests).
     Script,
+    /// The server refused the prompt as longer than the model's context
+    /// window (Anthropic's `prompt is too long`, OpenAI's
+    /// `context_length_exceeded`), with the prompt's token count and the
+    /// limit when the refusal states them.
+    ContextOverflow {
+        tokens: Option<u64>,
+        limit: Option<u64>,
+    },
 }
 
 /// A request that did not produce a reply.
@@ -92,7 +115,8 @@ impl fmt::Display for ProviderError {
             ProviderErrorKind::Transport
             | ProviderErrorKind::Protocol
             | ProviderErrorKind::Stopped(_)
-            | ProviderErrorKind::Script => f.write_str(&self.message)?,
+            | ProviderErrorKind::Script
+            | ProviderErrorKind::ContextOverflow { .. } => f.write_str(&self.message)?,
         }
         if self.attempts > 1 {
             write!(f, " (after {} attempts)", self.attempts)?;
@@ -116,6 +140,14 @@ pub trait Provider: Send + Sync {
         obs: &mut dyn Observer,
         ctl: &Control,
     ) -> Result<Reply, ProviderError>;
+
+    /// The same provider for another model (a model switch), or why not.
+    fn with_model(&self, model: &str) -> Result<Box<dyn Provider>, String> {
+        Err(format!(
+            "the {} provider cannot switch to {model}",
+            self.name()
+        ))
+    }
 }
 
 /// The two wire formats.
@@ -397,6 +429,11 @@ impl HttpProvider {
             let after = retry_after(resp.headers());
             let text = read_all(resp, ctl, idle).await?;
             let message = error_message(&text);
+            // Before the streaming fallback: a too-long prompt is a 400 to
+            // a streaming request too, and plain requests would not help.
+            if let Some(kind) = overflow(status, &text, &message) {
+                return Err(Failed::Fatal(kind, format!("HTTP {status}: {message}")));
+            }
             if retryable_status(status) {
                 return Err(Failed::Retry {
                     kind: ProviderErrorKind::Http(status),
@@ -502,6 +539,13 @@ impl Provider for HttpProvider {
     ) -> Result<Reply, ProviderError> {
         self.rt.block_on(self.run(req, obs, ctl))
     }
+
+    fn with_model(&self, model: &str) -> Result<Box<dyn Provider>, String> {
+        let mut cfg = self.cfg.clone();
+        cfg.model = model.to_owned();
+        cfg.stream = self.stream.load(Ordering::Relaxed);
+        Ok(Box::new(HttpProvider::new(cfg)?))
+    }
 }
 
 /// Why one attempt failed, and what to do about it.
@@ -521,6 +565,8 @@ enum Failed {
 pub(crate) struct StreamFault {
     pub message: String,
     pub retryable: bool,
+    /// The server refused the prompt as too long, mid-stream.
+    pub overflow: Option<ProviderErrorKind>,
 }
 
 impl StreamFault {
@@ -528,6 +574,15 @@ impl StreamFault {
         StreamFault {
             message,
             retryable: true,
+            overflow: None,
+        }
+    }
+
+    pub(crate) fn protocol(message: String) -> StreamFault {
+        StreamFault {
+            message,
+            retryable: false,
+            overflow: None,
         }
     }
 }
@@ -563,6 +618,9 @@ impl Decoder {
     /// A broken stream: keep what was shown when text was delivered (never
     /// re-issue it), else retry or give up.
     fn fault(&mut self, fault: StreamFault) -> Result<Reply, Failed> {
+        if let Some(kind) = fault.overflow {
+            return Err(Failed::Fatal(kind, fault.message));
+        }
         if self.acc.delivered_text {
             return Ok(std::mem::take(&mut self.acc).stalled());
         }
@@ -773,6 +831,72 @@ fn error_message(body: &str) -> String {
     }
 }
 
+/// Whether an error answer refuses the prompt as too long for the
+/// model's window: Anthropic's 400 `prompt is too long: N tokens > M
+/// maximum` and 413 `request_too_large`, OpenAI's
+/// `context_length_exceeded` code (Chat Completions and Responses), and
+/// the wording local servers copy. The kind carries the counts the
+/// message states.
+pub fn overflow(status: u16, body: &str, message: &str) -> Option<ProviderErrorKind> {
+    let json: Option<serde_json::Value> = serde_json::from_str(body).ok();
+    let code = json
+        .as_ref()
+        .and_then(|v| {
+            v.pointer("/error/code")
+                .or_else(|| v.pointer("/error/type"))
+                .or_else(|| v.get("code"))
+        })
+        .and_then(|c| c.as_str())
+        .unwrap_or_default();
+    let lower = message.to_ascii_lowercase();
+    let refused = code == "context_length_exceeded"
+        || code == "request_too_large"
+        || status == 413
+        || (status == 400
+            && (lower.contains("prompt is too long")
+                || lower.contains("maximum context length")
+                || lower.contains("context window")
+                || lower.contains("context length")
+                || lower.contains("too many tokens")));
+    refused.then(|| overflow_counts(message))
+}
+
+/// The token counts an overflow message states, as a kind.
+pub fn overflow_counts(message: &str) -> ProviderErrorKind {
+    let numbers = |after: &str| -> Option<u64> {
+        let lower = message.to_ascii_lowercase();
+        let at = lower.find(after)? + after.len();
+        let digits: String = message[at..]
+            .chars()
+            .skip_while(|c| !c.is_ascii_digit())
+            .take_while(|c| c.is_ascii_digit() || *c == ',')
+            .filter(char::is_ascii_digit)
+            .collect();
+        digits.parse().ok()
+    };
+    // Anthropic: "prompt is too long: 215000 tokens > 200000 maximum".
+    if let Some(tokens) = numbers("prompt is too long") {
+        let limit = message.split_once('>').and_then(|(_, rest)| {
+            let d: String = rest
+                .chars()
+                .skip_while(|c| !c.is_ascii_digit())
+                .take_while(char::is_ascii_digit)
+                .collect();
+            d.parse().ok()
+        });
+        return ProviderErrorKind::ContextOverflow {
+            tokens: Some(tokens),
+            limit,
+        };
+    }
+    // OpenAI: "maximum context length is 128000 tokens. However, your
+    // messages resulted in 130000 tokens", or "exceed the configured limit
+    // of 272000 tokens. Your messages resulted in 300000 tokens".
+    let limit = numbers("maximum context length is").or_else(|| numbers("limit of"));
+    let tokens = numbers("resulted in");
+    ProviderErrorKind::ContextOverflow { tokens, limit }
+}
+
 fn excerpt(text: &str) -> String {
     let t = text.trim();
     match t.char_indices().nth(300) {
@@ -835,6 +959,39 @@ mod tests {
         );
         assert_eq!(error_message("plain words"), "plain words");
         assert_eq!(error_message(""), "(empty body)");
+    }
+
+    #[test]
+    fn overflow_refusals_are_recognised_with_their_counts() {
+        let anth = r#"{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 215000 tokens > 200000 maximum"}}"#;
+        assert_eq!(
+            overflow(400, anth, &error_message(anth)),
+            Some(ProviderErrorKind::ContextOverflow {
+                tokens: Some(215_000),
+                limit: Some(200_000)
+            })
+        );
+        let oai = r#"{"error":{"message":"This model's maximum context length is 128000 tokens. However, your messages resulted in 130,500 tokens. Please reduce the length of the messages.","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}"#;
+        assert_eq!(
+            overflow(400, oai, &error_message(oai)),
+            Some(ProviderErrorKind::ContextOverflow {
+                tokens: Some(130_500),
+                limit: Some(128_000)
+            })
+        );
+        let bare = r#"{"error":{"message":"too big","code":"context_length_exceeded"}}"#;
+        assert_eq!(
+            overflow(400, bare, &error_message(bare)),
+            Some(ProviderErrorKind::ContextOverflow {
+                tokens: None,
+                limit: None
+            })
+        );
+        assert!(overflow(413, "", "request_too_large").is_some());
+        // Other 400s are not overflows.
+        let other = r#"{"error":{"message":"bad tool schema"}}"#;
+        assert_eq!(overflow(400, other, &error_message(other)), None);
+        assert_eq!(overflow(500, anth, "prompt is too long"), None);
     }
 
     #[test]

@@ -131,9 +131,14 @@ impl Seen {
     }
 }
 
+/// Answers a request from what it holds (a server with a context limit,
+/// a model that counts its calls).
+pub type Responder = Arc<dyn Fn(&Seen) -> Canned + Send + Sync>;
+
 struct State {
     script: VecDeque<Canned>,
     seen: Vec<Seen>,
+    responder: Option<Responder>,
 }
 
 /// See the module docs.
@@ -146,12 +151,22 @@ pub struct FakeServer {
 
 impl FakeServer {
     pub fn start(script: Vec<Canned>) -> FakeServer {
+        FakeServer::launch(script, None)
+    }
+
+    /// A server that answers each request with `f` of it.
+    pub fn responding(f: impl Fn(&Seen) -> Canned + Send + Sync + 'static) -> FakeServer {
+        FakeServer::launch(Vec::new(), Some(Arc::new(f)))
+    }
+
+    fn launch(script: Vec<Canned>, responder: Option<Responder>) -> FakeServer {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1");
         listener.set_nonblocking(true).expect("nonblocking");
         let addr = listener.local_addr().expect("addr");
         let state = Arc::new(Mutex::new(State {
             script: script.into(),
             seen: Vec::new(),
+            responder,
         }));
         let stop = Arc::new(AtomicBool::new(false));
         let (st, sp) = (state.clone(), stop.clone());
@@ -234,14 +249,22 @@ fn serve(stream: TcpStream, state: &Mutex<State>, stop: &AtomicBool) {
         return;
     }
     let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-    let next = {
+    let seen = Seen {
+        path,
+        headers,
+        body,
+    };
+    let (next, responder) = {
         let mut s = state.lock().unwrap();
-        s.seen.push(Seen {
-            path,
-            headers,
-            body,
-        });
-        s.script.pop_front()
+        s.seen.push(seen.clone());
+        match s.responder.clone() {
+            Some(r) => (None, Some(r)),
+            None => (s.script.pop_front(), None),
+        }
+    };
+    let next = match responder {
+        Some(r) => Some(r(&seen)),
+        None => next,
     };
     let mut out = stream;
     let reply = next.unwrap_or_else(|| {
@@ -302,6 +325,25 @@ fn answer(out: &mut TcpStream, reply: Canned, stop: &AtomicBool) {
     let _ = out.shutdown(std::net::Shutdown::Both);
 }
 
+/// Every run's `log.jsonl` under a log root (`ROOT/PROJECT/RUN/log.jsonl`).
+pub fn run_logs(root: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for project in std::fs::read_dir(root).into_iter().flatten().flatten() {
+        for run in std::fs::read_dir(project.path())
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            let log = run.path().join("log.jsonl");
+            if log.is_file() {
+                out.push(log);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
 // ---- Anthropic Messages ----------------------------------------------------
 
 pub fn anth_usage(input: u64, output: u64) -> Value {
@@ -324,6 +366,25 @@ pub fn anth_tool(id: &str, input: Value) -> Value {
 
 fn ev(name: &str, data: Value) -> String {
     format!("event: {name}\ndata: {data}\n\n")
+}
+
+/// An Anthropic stream of `text` whose usage says `input` prompt tokens.
+pub fn anth_sse_text_usage(text: &str, input: u64) -> Vec<String> {
+    with_anth_input(anth_sse_text(text), input)
+}
+
+/// An Anthropic stream of one `ral` call whose usage says `input` prompt
+/// tokens.
+pub fn anth_sse_tool_usage(id: &str, input: Value, prompt: u64) -> Vec<String> {
+    with_anth_input(anth_sse_tool(id, input), prompt)
+}
+
+fn with_anth_input(mut events: Vec<String>, input: u64) -> Vec<String> {
+    events[0] = ev(
+        "message_start",
+        json!({"type": "message_start", "message": {"id": "m", "usage": {"input_tokens": input, "output_tokens": 1, "cache_read_input_tokens": 0, "cache_creation_input_tokens": 0}}}),
+    );
+    events
 }
 
 pub fn anth_sse_text(text: &str) -> Vec<String> {
