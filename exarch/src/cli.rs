@@ -27,6 +27,7 @@ use crate::log::{self, RunDir, SessionLog};
 use crate::profiles::{self, Profile};
 use crate::prompt::{self, HostFacts};
 use crate::provider::{HttpConfig, HttpProvider, Provider, WireFormat};
+use crate::resume;
 use crate::session::{Session, SessionConfig};
 use crate::tool::TIMEOUT_MAX_SECS;
 
@@ -126,6 +127,13 @@ pub struct Args {
     /// that meets the profile, so it can only narrow it; repeatable.
     #[arg(long, value_name = "FILE")]
     pub capabilities: Vec<String>,
+    /// Resume the newest run for this working directory: its
+    /// conversation, with a fresh shell.
+    #[arg(long = "continue", conflicts_with = "resume")]
+    pub continue_run: bool,
+    /// Resume a named run: its directory, its log.jsonl, or its name.
+    #[arg(long, value_name = "RUN")]
+    pub resume: Option<String>,
     /// The model's context window in tokens, over exarch's table of known
     /// models (an unknown model gets a small default).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(4096..))]
@@ -272,19 +280,22 @@ pub fn run(args: Args, creds: Credentials) -> i32 {
     if !args.headless && args.output_format == OutputFormat::Json {
         return usage_error("--output-format json needs --headless");
     }
+    let resuming = args.continue_run || args.resume.is_some();
     let prompt = if args.headless {
         let text = match (&args.prompt, &args.file) {
-            (Some(p), _) => p.clone(),
+            (Some(p), _) => Some(p.clone()),
             (None, Some(f)) => match std::fs::read_to_string(f) {
-                Ok(t) => t,
+                Ok(t) => Some(t),
                 Err(e) => return usage_error(&format!("cannot read {}: {e}", f.display())),
             },
+            // A resumed run may go on with no new prompt.
+            (None, None) if resuming => None,
             (None, None) => return usage_error("--headless needs --prompt TEXT or --file PATH"),
         };
-        if text.trim().is_empty() {
+        if text.as_ref().is_some_and(|t| t.trim().is_empty()) {
             return usage_error("the prompt is blank");
         }
-        Some(text)
+        text
     } else {
         None
     };
@@ -299,13 +310,45 @@ pub fn run(args: Args, creds: Credentials) -> i32 {
     // outputs (EXARCH_RUN_DIR), and it is removed again when start-up
     // fails.
     let start_dir = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
+    let restored = if resuming {
+        let roots = match &args.log_dir {
+            Some(d) => vec![d.clone()],
+            None => vec![log::default_dir(), log::fallback_dir()],
+        };
+        let found = resume::find(&roots, &start_dir, args.resume.as_deref())
+            .and_then(|run| Ok((resume::load(&run)?, run)));
+        match found {
+            Ok(r) => Some(r),
+            Err(e) => return usage_error(&e),
+        }
+    } else {
+        None
+    };
     let RunPlace {
         log: mut session_log,
         run,
         outputs,
-    } = new_run(args.log_dir.as_deref(), &start_dir);
+    } = match &restored {
+        Some((_, run)) => match SessionLog::append_to(run) {
+            Ok(log) => RunPlace {
+                log,
+                outputs: Some(run.outputs()),
+                run: Some(run.clone()),
+            },
+            Err(e) => {
+                return usage_error(&format!(
+                    "cannot append to the log of run {}: {e}",
+                    run.dir.display()
+                ))
+            }
+        },
+        None => new_run(args.log_dir.as_deref(), &start_dir),
+    };
+    // A run made by this start-up is removed when start-up fails; a
+    // resumed one is never touched.
+    let fresh = restored.is_none();
     let discard_run = |run: &Option<RunDir>| {
-        if let Some(r) = run {
+        if let (true, Some(r)) = (fresh, run) {
             let _ = std::fs::remove_dir_all(&r.dir);
         }
     };
@@ -377,7 +420,11 @@ pub fn run(args: Args, creds: Credentials) -> i32 {
         },
     );
     session_log.record(
-        "session_started",
+        if fresh {
+            "session_started"
+        } else {
+            "session_resumed"
+        },
         json!({
             "provider": provider.name(),
             "model": provider.model(),
@@ -416,14 +463,31 @@ pub fn run(args: Args, creds: Credentials) -> i32 {
         },
     )
     .with_log(session_log);
-    match prompt {
-        Some(prompt) => headless::run(HeadlessRun {
+    let mut agent = agent;
+    if let (Some((restored, run)), Some(_)) = (&restored, &run) {
+        let prompt_follows = prompt.is_some() || !args.headless;
+        let notice = resume::notice(restored, &run.id, &start_dir, prompt_follows);
+        agent.resume(restored, &notice);
+        eprintln!(
+            "exarch: resumed run {} ({} messages{})",
+            run.dir.display(),
+            restored.history.len(),
+            if restored.skipped_lines > 0 {
+                format!(", {} unreadable log lines skipped", restored.skipped_lines)
+            } else {
+                String::new()
+            }
+        );
+    }
+    if args.headless {
+        headless::run(HeadlessRun {
             agent,
-            prompt: &prompt,
+            prompt: prompt.as_deref(),
             ctl: &ctl,
             format: args.output_format,
             started,
-        }),
-        None => interactive::run(agent, &ctl, started),
+        })
+    } else {
+        interactive::run(agent, &ctl, started)
     }
 }

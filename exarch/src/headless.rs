@@ -35,7 +35,8 @@ pub enum OutputFormat {
 /// What a headless run needs.
 pub struct HeadlessRun<'a, 'p> {
     pub agent: Agent<'p>,
-    pub prompt: &'a str,
+    /// The prompt; `None` continues a resumed conversation as it stands.
+    pub prompt: Option<&'a str>,
     pub ctl: &'a Control,
     pub format: OutputFormat,
     pub started: Instant,
@@ -200,7 +201,10 @@ pub fn run(r: HeadlessRun<'_, '_>) -> i32 {
         turns: 0,
         last_text: String::new(),
     };
-    let out = agent.exchange(prompt, &mut ui, ctl);
+    let out = match prompt {
+        Some(p) => agent.exchange(p, &mut ui, ctl),
+        None => agent.continue_exchange(&mut ui, ctl),
+    };
     let total = agent.cost();
     let code = exit_code(&out.stop);
     let obj = result_object(

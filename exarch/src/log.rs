@@ -22,6 +22,9 @@
 //! | `context_refused` | tokens, limit, window, bytes_per_token |
 //! | `exchange_ended` | stop_reason, turns, usage, cost_usd |
 //! | `model_changed`, `profile_changed` | from, to, window / profile |
+//! | `shell_state` | bound (name, type), unbound, cwd, workers (id, what): how the last call changed the shell |
+//! | `session_resumed` | as `session_started`, for a process that resumed the run |
+//! | `resumed` | text: the notice the model was given |
 //! | `evidence` | id (the call's), commands (argv, status, origin, error, start, end), writes (path, mode, outcome), denials (resource, fields); flagged, reads, workers, other when present — right after the call's `tool_call` |
 //! | `bindings_pruned` | names (never shown to the model) |
 //! | `workers_reaped` | notices |

@@ -23,7 +23,8 @@
 //! records that change the conversation (`user`, `assistant`, `tool_call`,
 //! `nudge`, `context_evicted`, `context_summarised`, `resumed`,
 //! `cleared`) are exact, in order, so folding them rebuilds it
-//! ([`crate::resume`]).
+//! ([`crate::resume`]); `shell_state` records say how the shell changed,
+//! so a resumed run can tell the model what no longer exists.
 
 mod compact;
 pub mod events;
@@ -47,7 +48,7 @@ use crate::pricing;
 use crate::profiles::{self, Profile};
 use crate::prompt::SystemPrompt;
 use crate::provider::{ChatRequest, Observer, Provider, ProviderErrorKind, ToolSpec};
-use crate::session::{CallReport, Session};
+use crate::session::{CallReport, Session, ShellState};
 use crate::tool::{input_error_text, parse_ral_input, ral_tool, unknown_tool_text, TOOL_NAME};
 
 /// The default cap on model requests per exchange.
@@ -208,6 +209,8 @@ pub struct Agent<'p> {
     ledger: Vec<RequestUsage>,
     log: SessionLog,
     ctx: ContextState,
+    /// The shell's state after the last call, to log its changes.
+    shell_state: ShellState,
 }
 
 impl<'p> Agent<'p> {
@@ -236,6 +239,7 @@ impl<'p> Agent<'p> {
                 last_estimate: 0,
                 last_prompt_tokens: None,
             },
+            shell_state: ShellState::default(),
         }
     }
 
@@ -304,16 +308,87 @@ impl<'p> Agent<'p> {
         }
     }
 
-    /// Replaces the conversation (a resumed run's, rebuilt from its log).
-    pub fn restore_history(&mut self, history: Vec<Message>) {
-        self.history = history;
+    /// Continues a run's conversation ([`crate::resume`]): the history
+    /// its log holds, a result for every call it never answered, and the
+    /// notice telling the model what the fresh shell lacks, all logged as
+    /// they join the conversation.
+    pub fn resume(&mut self, restored: &crate::resume::Restored, notice: &str) {
+        self.history = restored.history.clone();
+        self.ctx.evicted = restored.evicted;
+        self.ctx.summaries = restored.summaries;
+        for (id, name) in &restored.unanswered {
+            let text = crate::resume::UNANSWERED.to_owned();
+            self.log_call(
+                id,
+                name,
+                &ToolArgs::Json(serde_json::Value::Null),
+                None,
+                &text,
+                true,
+                None,
+                Duration::ZERO,
+                true,
+            );
+            self.push_user(vec![error_result(id, text)]);
+        }
+        self.log.record("resumed", json!({ "text": notice }));
+        self.push_user(vec![Block::Text(notice.to_owned())]);
+    }
+
+    /// Runs an exchange on the conversation as it stands, with no new
+    /// prompt (a resumed run told to go on).
+    pub fn continue_exchange(&mut self, ui: &mut dyn Ui, ctl: &Control) -> ExchangeOutcome {
+        self.run_exchange(ui, ctl)
     }
 
     /// `/clear`: forget the conversation and rebuild the shell.
     pub fn clear(&mut self) {
         self.history.clear();
         self.session.clear();
+        self.shell_state = ShellState::default();
         self.log.record("cleared", serde_json::Value::Null);
+    }
+
+    /// Logs how the shell changed in the last call (`shell_state`: the
+    /// bindings made and gone, the working directory, the running
+    /// workers), so a resumed run knows what no longer exists.
+    fn note_shell_state(&mut self) {
+        let now = self.session.state();
+        if now == self.shell_state {
+            return;
+        }
+        let before = &self.shell_state;
+        let clip = |t: &str| -> String {
+            match t.char_indices().nth(120) {
+                Some((i, _)) => format!("{}…", &t[..i]),
+                None => t.to_owned(),
+            }
+        };
+        let bound: Vec<serde_json::Value> = now
+            .bindings
+            .iter()
+            .filter(|b| !before.bindings.contains(b))
+            .map(|(n, t)| json!({"name": n, "type": clip(t)}))
+            .collect();
+        let unbound: Vec<&str> = before
+            .bindings
+            .iter()
+            .filter(|(n, _)| !now.bindings.iter().any(|(m, _)| m == n))
+            .map(|(n, _)| n.as_str())
+            .collect();
+        let mut rec = json!({"bound": bound, "unbound": unbound});
+        if now.cwd != before.cwd {
+            rec["cwd"] = json!(now.cwd);
+        }
+        if now.workers != before.workers {
+            rec["workers"] = json!(now
+                .workers
+                .iter()
+                .map(|(id, what)| json!({"id": id, "what": what}))
+                .collect::<Vec<_>>());
+        }
+        self.log.record("shell_state", rec);
+        self.shell_state = now;
     }
 
     /// Carries out a command between exchanges; see [`Command`].
@@ -743,6 +818,7 @@ impl<'p> Agent<'p> {
             self.log.record("evidence", ev.to_log(id));
         }
         self.boundary_notices(&report, ui);
+        self.note_shell_state();
         Block::ToolResult {
             id: id.to_owned(),
             content: report.text,
