@@ -134,6 +134,10 @@ pub struct Args {
     /// Resume a named run: its directory, its log.jsonl, or its name.
     #[arg(long, value_name = "RUN")]
     pub resume: Option<String>,
+    /// Leave the project's AGENTS.md files (the working directory's and
+    /// its parents' up to the repository root) out of the system prompt.
+    #[arg(long)]
+    pub no_project_instructions: bool,
     /// The model's context window in tokens, over exarch's table of known
     /// models (an unknown model gets a small default).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(4096..))]
@@ -409,7 +413,7 @@ pub fn run(args: Args, creds: Credentials) -> i32 {
     let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
     let date = log::rfc3339(SystemTime::now());
     let caps_section = profiles::prompt_section(args.profile, &ceiling, args.capabilities.len());
-    let system = prompt::build(
+    let mut system = prompt::build(
         persona.as_deref(),
         &HostFacts {
             cwd: &cwd,
@@ -419,6 +423,9 @@ pub fn run(args: Args, creds: Credentials) -> i32 {
             capabilities: Some(&caps_section),
         },
     );
+    if !args.no_project_instructions {
+        system.project = prompt::project_instructions(&cwd);
+    }
     session_log.record(
         if fresh {
             "session_started"
@@ -441,6 +448,7 @@ pub fn run(args: Args, creds: Credentials) -> i32 {
             "profile": args.profile.name(),
             "capabilities": args.capabilities,
             "run": run.as_ref().map(|r| r.id.clone()),
+            "project_instructions": !system.project.is_empty(),
             "context_window": args.context_window,
         }),
     );

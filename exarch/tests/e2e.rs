@@ -720,3 +720,51 @@ fn the_log_keeps_each_calls_evidence_and_the_model_never_sees_it() {
         assert_eq!(quiet["denials"], json!([]));
     }
 }
+
+#[test]
+fn agents_md_from_the_repository_root_down_joins_the_system_prompt() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap().join("repo");
+    let sub = root.join("pkg");
+    std::fs::create_dir_all(&sub).unwrap();
+    std::fs::create_dir_all(root.join(".git")).unwrap();
+    std::fs::write(root.join("AGENTS.md"), "ROOT RULE: use tabs.\n").unwrap();
+    std::fs::write(sub.join("AGENTS.md"), "PKG RULE: run make check.\n").unwrap();
+    let system_of = |extra: &[&str]| -> String {
+        let server = FakeServer::start(vec![Wire::OpenAi.text(false, "ok")]);
+        let out = Command::new(env!("CARGO_BIN_EXE_exarch"))
+            .args(["--headless", "--provider", "openai", "--no-stream"])
+            .args(["--base-url", &server.url(), "--prompt", "hi"])
+            .arg("--log-dir")
+            .arg(dir.path().join("logs"))
+            .args(extra)
+            .current_dir(&sub)
+            .env("OPENAI_API_KEY", SECRET)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        server.requests()[0].body["messages"][0]["content"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    let system = system_of(&[]);
+    let root_at = system
+        .find(&format!("## {}", root.join("AGENTS.md").display()))
+        .unwrap_or_else(|| panic!("{system}"));
+    let sub_at = system
+        .find(&format!("## {}", sub.join("AGENTS.md").display()))
+        .unwrap_or_else(|| panic!("{system}"));
+    assert!(root_at < sub_at, "the nearest file comes last");
+    assert!(system.contains("ROOT RULE") && system.contains("PKG RULE"));
+    // The persona and the guide are still first.
+    assert!(system.starts_with("You are exarch"), "{system}");
+    let without = system_of(&["--no-project-instructions"]);
+    assert!(!without.contains("ROOT RULE") && !without.contains("# Project instructions"));
+}
