@@ -41,13 +41,6 @@ pub enum ProviderArg {
 }
 
 impl ProviderArg {
-    fn wire(self) -> WireFormat {
-        match self {
-            ProviderArg::Anthropic => WireFormat::Anthropic,
-            ProviderArg::Openai => WireFormat::OpenAi,
-        }
-    }
-
     fn key_var(self) -> &'static str {
         match self {
             ProviderArg::Anthropic => "ANTHROPIC_API_KEY",
@@ -70,6 +63,18 @@ impl ProviderArg {
     }
 }
 
+/// Which OpenAI API to speak.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum OpenAiApi {
+    /// Responses for the models only it serves (`-pro`, Codex, …), else
+    /// Chat Completions.
+    Auto,
+    /// Chat Completions (also OpenRouter, vLLM, llama.cpp, Ollama).
+    Chat,
+    /// Responses.
+    Responses,
+}
+
 /// exarch: a coding agent whose one tool runs ral programs on a persistent
 /// ral session.
 #[derive(Debug, Parser)]
@@ -81,6 +86,10 @@ pub struct Args {
     /// The model (default: claude-sonnet-4-5 or gpt-4.1).
     #[arg(long)]
     pub model: Option<String>,
+    /// The OpenAI API: Chat Completions, Responses, or the one the model
+    /// needs.
+    #[arg(long, value_enum, default_value_t = OpenAiApi::Auto)]
+    pub openai_api: OpenAiApi,
     /// The server root; exarch appends /v1/messages or /v1/chat/completions
     /// (default: $ANTHROPIC_BASE_URL / $OPENAI_BASE_URL, else the public
     /// API).
@@ -392,7 +401,19 @@ pub fn run(args: Args, creds: Credentials) -> i32 {
         .model
         .clone()
         .unwrap_or_else(|| args.provider.default_model().to_owned());
-    let mut cfg = HttpConfig::new(args.provider.wire(), model.clone(), key);
+    let wire = match (args.provider, args.openai_api) {
+        (ProviderArg::Anthropic, OpenAiApi::Auto) => WireFormat::Anthropic,
+        (ProviderArg::Anthropic, OpenAiApi::Chat | OpenAiApi::Responses) => {
+            drop(session_log);
+            discard_run(&run);
+            return usage_error("--openai-api needs --provider openai");
+        }
+        (ProviderArg::Openai, OpenAiApi::Auto) => crate::provider::openai_wire_for(&model),
+        (ProviderArg::Openai, OpenAiApi::Chat) => WireFormat::OpenAi,
+        (ProviderArg::Openai, OpenAiApi::Responses) => WireFormat::Responses,
+    };
+    let mut cfg = HttpConfig::new(wire, model.clone(), key);
+    cfg.auto_api = args.openai_api == OpenAiApi::Auto;
     if let Some(u) = &base_url {
         cfg.base_url = u.trim().to_owned();
     }
@@ -434,6 +455,7 @@ pub fn run(args: Args, creds: Credentials) -> i32 {
         },
         json!({
             "provider": provider.name(),
+            "api": provider.config().wire.api(),
             "model": provider.model(),
             "base_url": provider.config().base_url,
             "streaming": !args.no_stream,

@@ -58,9 +58,10 @@
 //!
 //! When a provider still refuses a request as too long (Anthropic's
 //! `prompt is too long`, OpenAI's `context_length_exceeded`), the agent
-//! learns what the refusal says (the limit, the prompt's real size; a bare
-//! refusal shrinks the window by a fifth), compacts, and retries, at most
-//! [`MAX_OVERFLOW_RETRIES`] times per request.
+//! learns what the refusal says (the limit, the prompt's real size; after
+//! a refusal that leaves the refused prompt within budget on paper, the
+//! budget becomes four fifths of that prompt), compacts, and retries, at
+//! most [`MAX_OVERFLOW_RETRIES`] times per request.
 
 use std::path::{Path, PathBuf};
 
@@ -175,6 +176,20 @@ pub fn window_for(model: &str, flag: Option<u64>) -> (u64, WindowSource) {
 pub fn reply_reserve(window: u64, max_tokens: Option<u32>) -> u64 {
     let cap = max_tokens.map_or(DEFAULT_REPLY_RESERVE, u64::from);
     cap.min(window / 4).max(1)
+}
+
+/// The smallest window whose prompt budget is `budget` (the inverse of
+/// `window - reply_reserve(window)`).
+pub fn window_for_budget(budget: u64, max_tokens: Option<u32>) -> u64 {
+    let cap = max_tokens.map_or(DEFAULT_REPLY_RESERVE, u64::from);
+    // While a quarter of the window is below the cap, the budget is three
+    // quarters of the window.
+    let quarter_rule = budget.saturating_mul(4).div_ceil(3);
+    if quarter_rule / 4 <= cap {
+        quarter_rule
+    } else {
+        budget + cap
+    }
 }
 
 /// The bytes-per-token ratio and its calibration; see the module docs.
@@ -678,6 +693,12 @@ mod tests {
         assert_eq!(reply_reserve(200_000, None), DEFAULT_REPLY_RESERVE);
         assert_eq!(reply_reserve(20_000, None), 5_000);
         assert_eq!(reply_reserve(200_000, Some(1000)), 1000);
+        for w in [4096u64, 30_000, 65_536, 200_000, 1_000_000] {
+            let b = w - reply_reserve(w, None);
+            let back = window_for_budget(b, None);
+            assert!(back - reply_reserve(back, None) >= b, "{w}");
+            assert!(back <= w, "{w} → {back}");
+        }
     }
 
     #[test]

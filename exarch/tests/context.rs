@@ -59,6 +59,13 @@ impl Model {
                         "type": "invalid_request_error", "param": "messages",
                         "code": "context_length_exceeded"}}),
                 ),
+                // Responses streams its refusal as a failed response.
+                Wire::Responses => Canned::sse(vec![format!(
+                    "event: response.failed\ndata: {}\n\n",
+                    json!({"type": "response.failed", "response": {"status": "failed",
+                        "error": {"code": "context_length_exceeded",
+                                  "message": "Your input exceeds the context window of this model. Please adjust your input and try again."}}})
+                )]),
             };
         }
         if seen.body.get("tools").is_none() {
@@ -91,6 +98,7 @@ impl Model {
                 b["usage"] = json!({"prompt_tokens": prompt, "completion_tokens": 30});
                 Canned::ok(b)
             }
+            (Wire::Responses, _) => Canned::sse(with_resp_usage(resp_sse_text(text), prompt)),
         }
     }
 
@@ -107,8 +115,20 @@ impl Model {
                 b["usage"] = json!({"prompt_tokens": prompt, "completion_tokens": 30});
                 Canned::ok(b)
             }
+            (Wire::Responses, _) => Canned::sse(with_resp_usage(resp_sse_tool(id, input), prompt)),
         }
     }
+}
+
+/// A Responses stream whose completion reports `input` prompt tokens.
+fn with_resp_usage(mut events: Vec<String>, input: u64) -> Vec<String> {
+    let last = events.len() - 1;
+    events[last] = format!(
+        "event: response.completed\ndata: {}\n\n",
+        json!({"type": "response.completed", "response": {"status": "completed",
+               "usage": {"input_tokens": input, "output_tokens": 30}}})
+    );
+    events
 }
 
 struct Ran {
@@ -133,27 +153,23 @@ fn run(wire: Wire, stream: bool, extra: &[&str]) -> Ran {
     let server = FakeServer::responding(move |seen| m.answer(seen));
     let dir = tempfile::tempdir().unwrap();
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_exarch"));
-    cmd.args([
-        "--headless",
-        "--provider",
-        wire.name(),
-        "--model",
-        "test-model",
-    ])
-    .args(["--base-url", &server.url()])
-    .args(["--output-format", "json", "--prompt", TASK])
-    .args(["--max-turns", "200"])
-    .arg("--log-dir")
-    .arg(dir.path().join("logs"))
-    .args(extra)
-    .current_dir(dir.path())
-    .env_remove("ANTHROPIC_BASE_URL")
-    .env_remove("OPENAI_BASE_URL")
-    .env("ANTHROPIC_API_KEY", "sk-test")
-    .env("OPENAI_API_KEY", "sk-test")
-    .stdin(Stdio::null())
-    .stdout(Stdio::piped())
-    .stderr(Stdio::piped());
+    cmd.arg("--headless")
+        .args(wire.args())
+        .args(["--model", "test-model"])
+        .args(["--base-url", &server.url()])
+        .args(["--output-format", "json", "--prompt", TASK])
+        .args(["--max-turns", "200"])
+        .arg("--log-dir")
+        .arg(dir.path().join("logs"))
+        .args(extra)
+        .current_dir(dir.path())
+        .env_remove("ANTHROPIC_BASE_URL")
+        .env_remove("OPENAI_BASE_URL")
+        .env("ANTHROPIC_API_KEY", "sk-test")
+        .env("OPENAI_API_KEY", "sk-test")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
     if !stream {
         cmd.arg("--no-stream");
     }
@@ -196,6 +212,14 @@ fn run(wire: Wire, stream: bool, extra: &[&str]) -> Ran {
 /// Every tool result string of a request, either wire format, by call id.
 fn results_by_id(seen: &Seen) -> Vec<(String, String)> {
     let mut out = Vec::new();
+    for item in seen.body["input"].as_array().cloned().unwrap_or_default() {
+        if item["type"] == "function_call_output" {
+            out.push((
+                item["call_id"].as_str().unwrap_or_default().to_owned(),
+                item["output"].as_str().unwrap_or_default().to_owned(),
+            ));
+        }
+    }
     for m in seen.body["messages"]
         .as_array()
         .cloned()
@@ -221,8 +245,11 @@ fn results_by_id(seen: &Seen) -> Vec<(String, String)> {
 
 /// The first user text of a request (the task).
 fn first_user_text(seen: &Seen) -> String {
-    let msgs = seen.body["messages"]
-        .as_array()
+    let msgs = seen
+        .body
+        .get("messages")
+        .or_else(|| seen.body.get("input"))
+        .and_then(Value::as_array)
         .cloned()
         .unwrap_or_default();
     let first = msgs
@@ -360,4 +387,16 @@ fn an_anthropic_refusal_to_a_streaming_request_is_not_a_streaming_fallback() {
         r.seen.iter().all(|s| s.body["stream"] == true),
         "a request fell back to plain"
     );
+}
+
+#[test]
+fn the_responses_api_streams_its_refusal_and_exarch_compacts_and_retries() {
+    let r = run(Wire::Responses, true, &["--context-window", "100000"]);
+    assert_finished_the_long_task(&r);
+    assert!(r.model.refusals.load(Ordering::SeqCst) >= 1);
+    // The streamed refusal names no limit: the window shrank until the
+    // prompts fit.
+    assert_eq!(r.result["context"]["window_source"], "learned");
+    assert!(r.result["context"]["window"].as_u64().unwrap() < 100_000);
+    assert!(r.seen.iter().all(|s| s.body["stream"] == true));
 }

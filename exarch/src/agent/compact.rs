@@ -46,8 +46,9 @@ impl Agent<'_> {
 
     /// Learns from a refusal: the limit it states (the window shrinks to
     /// it), the prompt's real size (the estimator calibrates to it); when
-    /// neither makes the refused prompt over budget on paper, the window
-    /// shrinks by a fifth, so the retry is always smaller.
+    /// neither makes the refused prompt over budget on paper, the refused
+    /// prompt bounds the window: the budget becomes four fifths of it, so
+    /// the retry is always compacted and smaller.
     pub(super) fn learn_refusal(
         &mut self,
         tokens: Option<u64>,
@@ -62,8 +63,11 @@ impl Agent<'_> {
             self.ctx.window = l;
             self.ctx.source = context::WindowSource::Learned;
         }
-        if self.ctx.est.tokens(bytes) <= self.budget() {
-            self.ctx.window = (self.ctx.window * 4 / 5).max(2048);
+        let refused = self.ctx.est.tokens(bytes);
+        if refused <= self.budget() {
+            let budget = refused * 4 / 5;
+            self.ctx.window = context::window_for_budget(budget, self.cfg.max_tokens)
+                .clamp(2048, self.ctx.window);
             self.ctx.source = context::WindowSource::Learned;
         }
         self.log.record(

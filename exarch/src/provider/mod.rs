@@ -2,9 +2,9 @@
 //! the rest of exarch calls [`Provider::complete`], a synchronous method,
 //! and gets a [`Reply`] or a [`ProviderError`].
 //!
-//! - [`HttpProvider`] speaks one of two wire formats ([`WireFormat`]):
-//!   Anthropic Messages ([`anthropic`]) and OpenAI Chat Completions
-//!   ([`openai`]). It streams (SSE, [`sse`]) unless told not to, and falls
+//! - [`HttpProvider`] speaks one of three wire formats ([`WireFormat`]):
+//!   Anthropic Messages ([`anthropic`]), OpenAI Chat Completions
+//!   ([`openai`]) and OpenAI Responses ([`responses`]). It streams (SSE, [`sse`]) unless told not to, and falls
 //!   back to a plain request by itself when a server answers a streaming
 //!   request with a JSON body or refuses it with a 400. Retries follow
 //!   [`retry`]. A request polls the [`Control`] flags while it waits, so
@@ -14,6 +14,7 @@
 
 pub mod anthropic;
 pub mod openai;
+pub mod responses;
 pub mod retry;
 pub mod scripted;
 pub mod sse;
@@ -150,13 +151,15 @@ pub trait Provider: Send + Sync {
     }
 }
 
-/// The two wire formats.
+/// The three wire formats.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum WireFormat {
     /// Anthropic Messages, `POST {base}/v1/messages`.
     Anthropic,
     /// OpenAI Chat Completions, `POST {base}/v1/chat/completions`.
     OpenAi,
+    /// OpenAI Responses, `POST {base}/v1/responses`.
+    Responses,
 }
 
 impl WireFormat {
@@ -164,7 +167,16 @@ impl WireFormat {
     pub fn name(self) -> &'static str {
         match self {
             WireFormat::Anthropic => "anthropic",
-            WireFormat::OpenAi => "openai",
+            WireFormat::OpenAi | WireFormat::Responses => "openai",
+        }
+    }
+
+    /// The API's name, for logs.
+    pub fn api(self) -> &'static str {
+        match self {
+            WireFormat::Anthropic => "messages",
+            WireFormat::OpenAi => "chat-completions",
+            WireFormat::Responses => "responses",
         }
     }
 
@@ -172,7 +184,7 @@ impl WireFormat {
     pub fn default_base_url(self) -> &'static str {
         match self {
             WireFormat::Anthropic => "https://api.anthropic.com",
-            WireFormat::OpenAi => "https://api.openai.com",
+            WireFormat::OpenAi | WireFormat::Responses => "https://api.openai.com",
         }
     }
 
@@ -180,7 +192,28 @@ impl WireFormat {
         match self {
             WireFormat::Anthropic => "/v1/messages",
             WireFormat::OpenAi => "/v1/chat/completions",
+            WireFormat::Responses => "/v1/responses",
         }
+    }
+}
+
+/// Whether an OpenAI model is served only by the Responses API (the
+/// `-pro` reasoning models, the Codex models, computer use and deep
+/// research), so `--openai-api auto` picks it.
+pub fn responses_only(model: &str) -> bool {
+    let name = model.rsplit('/').next().unwrap_or(model);
+    name.contains("-pro")
+        || name.contains("codex")
+        || name.starts_with("computer-use")
+        || name.contains("deep-research")
+}
+
+/// The OpenAI wire for `model` under `--openai-api auto`.
+pub fn openai_wire_for(model: &str) -> WireFormat {
+    if responses_only(model) {
+        WireFormat::Responses
+    } else {
+        WireFormat::OpenAi
     }
 }
 
@@ -202,6 +235,9 @@ pub struct HttpConfig {
     /// The longest silence tolerated: before the response headers, and
     /// between two chunks of a body.
     pub idle_timeout: Duration,
+    /// The OpenAI API follows the model ([`openai_wire_for`]) on a model
+    /// switch (`--openai-api auto`).
+    pub auto_api: bool,
 }
 
 impl HttpConfig {
@@ -217,6 +253,7 @@ impl HttpConfig {
             retry: RetryPolicy::default(),
             connect_timeout: Duration::from_secs(30),
             idle_timeout: Duration::from_secs(180),
+            auto_api: false,
         }
     }
 
@@ -371,6 +408,9 @@ impl HttpProvider {
             WireFormat::OpenAi => {
                 openai::request_body(req, &self.cfg.model, self.cfg.max_tokens, streaming)
             }
+            WireFormat::Responses => {
+                responses::request_body(req, &self.cfg.model, self.cfg.max_tokens, streaming)
+            }
         };
         let bytes = serde_json::to_vec(&body)
             .map_err(|e| Failed::Fatal(ProviderErrorKind::Protocol, e.to_string()))?;
@@ -387,7 +427,7 @@ impl HttpProvider {
                     rb = rb.header("x-api-key", k);
                 }
             }
-            WireFormat::OpenAi => {
+            WireFormat::OpenAi | WireFormat::Responses => {
                 if let Some(k) = key {
                     rb = rb.header("authorization", format!("Bearer {k}"));
                 }
@@ -463,6 +503,7 @@ impl HttpProvider {
             let reply = match wire {
                 WireFormat::Anthropic => anthropic::parse_response(&json),
                 WireFormat::OpenAi => openai::parse_response(&json),
+                WireFormat::Responses => responses::parse_response(&json),
             }
             .map_err(|e| Failed::Fatal(ProviderErrorKind::Protocol, e))?;
             let text = reply_text(&reply);
@@ -543,6 +584,9 @@ impl Provider for HttpProvider {
     fn with_model(&self, model: &str) -> Result<Box<dyn Provider>, String> {
         let mut cfg = self.cfg.clone();
         cfg.model = model.to_owned();
+        if cfg.auto_api && cfg.wire != WireFormat::Anthropic {
+            cfg.wire = openai_wire_for(model);
+        }
         cfg.stream = self.stream.load(Ordering::Relaxed);
         Ok(Box::new(HttpProvider::new(cfg)?))
     }
@@ -607,6 +651,7 @@ impl Decoder {
         let r = match self.wire {
             WireFormat::Anthropic => anthropic::stream_event(&mut self.acc, ev, obs),
             WireFormat::OpenAi => openai::stream_event(&mut self.acc, ev, obs),
+            WireFormat::Responses => responses::stream_event(&mut self.acc, ev, obs),
         };
         match r {
             Ok(()) if self.acc.done => Some(Ok(std::mem::take(&mut self.acc).finish())),
@@ -699,6 +744,16 @@ impl Accum {
             }
             json.push_str(args);
         }
+    }
+
+    /// A finished tool part: its id and name when still missing, and its
+    /// whole argument text when no fragment carried any.
+    pub(crate) fn tool_done(&mut self, key: u64, id: Option<&str>, name: Option<&str>, args: &str) {
+        let empty = matches!(
+            self.parts.iter().find(|(k, _)| *k == key),
+            Some((_, Part::Tool { json, .. })) if json.is_empty()
+        ) || !self.parts.iter().any(|(k, _)| *k == key);
+        self.tool(key, id, name, if empty { args } else { "" });
     }
 
     fn part(&mut self, key: u64, fresh: impl FnOnce() -> Part) -> &mut Part {
@@ -947,6 +1002,12 @@ mod tests {
         assert_eq!(c.url(), "http://127.0.0.1:9/v1/messages");
         c.wire = WireFormat::OpenAi;
         assert_eq!(c.url(), "http://127.0.0.1:9/v1/chat/completions");
+        c.wire = WireFormat::Responses;
+        assert_eq!(c.url(), "http://127.0.0.1:9/v1/responses");
+        assert_eq!(openai_wire_for("gpt-5-codex"), WireFormat::Responses);
+        assert_eq!(openai_wire_for("o3-pro"), WireFormat::Responses);
+        assert_eq!(openai_wire_for("gpt-4.1"), WireFormat::OpenAi);
+        assert_eq!(openai_wire_for("openrouter/gpt-5"), WireFormat::OpenAi);
     }
 
     #[test]

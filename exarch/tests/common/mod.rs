@@ -108,9 +108,14 @@ impl Seen {
             .map(|(_, v)| v.as_str())
     }
 
-    /// Every tool result string in the request, either wire format.
+    /// Every tool result string in the request, any wire format.
     pub fn tool_results(&self) -> Vec<String> {
         let mut out = Vec::new();
+        for item in self.body["input"].as_array().cloned().unwrap_or_default() {
+            if item["type"] == "function_call_output" {
+                out.push(item["output"].as_str().unwrap_or_default().to_owned());
+            }
+        }
         for m in self.body["messages"]
             .as_array()
             .cloned()
@@ -532,21 +537,156 @@ pub fn oai_sse_tool(id: &str, input: Value) -> Vec<String> {
     ]
 }
 
-// ---- Either -----------------------------------------------------------------
+// ---- OpenAI Responses ----------------------------------------------------------
 
-/// Which wire and whether to stream: the four combinations the tests run.
+pub fn resp_usage(input: u64, output: u64) -> Value {
+    json!({"input_tokens": input, "input_tokens_details": {"cached_tokens": 1},
+           "output_tokens": output, "output_tokens_details": {"reasoning_tokens": 0},
+           "total_tokens": input + output})
+}
+
+pub fn resp_text(text: &str) -> Value {
+    json!({"id": "resp_t", "object": "response", "status": "completed", "model": "m",
+           "output": [{"type": "message", "id": "msg_1", "status": "completed", "role": "assistant",
+                       "content": [{"type": "output_text", "text": text, "annotations": []}]}],
+           "usage": resp_usage(11, 5)})
+}
+
+pub fn resp_tool(id: &str, input: Value) -> Value {
+    json!({"id": "resp_c", "object": "response", "status": "completed", "model": "m",
+           "output": [
+               {"type": "reasoning", "id": "rs_1", "summary": []},
+               {"type": "function_call", "id": "fc_1", "status": "completed", "call_id": id,
+                "name": "ral", "arguments": input.to_string()}],
+           "usage": resp_usage(11, 5)})
+}
+
+fn resp_ev(v: Value) -> String {
+    let name = v["type"].as_str().unwrap_or("message").to_owned();
+    format!("event: {name}\ndata: {v}\n\n")
+}
+
+fn resp_done(usage: Value) -> String {
+    resp_ev(json!({"type": "response.completed", "sequence_number": 9,
+                   "response": {"id": "r", "object": "response", "status": "completed", "usage": usage}}))
+}
+
+pub fn resp_sse_text(text: &str) -> Vec<String> {
+    let mid = text.len() / 2;
+    let cut = text
+        .char_indices()
+        .map(|(i, _)| i)
+        .find(|&i| i >= mid)
+        .unwrap_or(0);
+    let (a, b) = text.split_at(cut);
+    vec![
+        resp_ev(json!({"type": "response.created", "sequence_number": 0,
+                       "response": {"id": "r", "status": "in_progress"}})),
+        resp_ev(
+            json!({"type": "response.output_item.added", "output_index": 0,
+                       "item": {"type": "message", "id": "msg_1", "role": "assistant", "content": []}}),
+        ),
+        resp_ev(
+            json!({"type": "response.output_text.delta", "output_index": 0, "content_index": 0,
+                       "item_id": "msg_1", "delta": a}),
+        ),
+        ": keep-alive comment\n\n".to_owned(),
+        resp_ev(
+            json!({"type": "response.output_text.delta", "output_index": 0, "content_index": 0,
+                       "item_id": "msg_1", "delta": b}),
+        ),
+        resp_ev(
+            json!({"type": "response.output_text.done", "output_index": 0, "content_index": 0,
+                       "text": text}),
+        ),
+        resp_ev(
+            json!({"type": "response.output_item.done", "output_index": 0,
+                       "item": {"type": "message", "id": "msg_1", "role": "assistant",
+                                "content": [{"type": "output_text", "text": text}]}}),
+        ),
+        resp_done(resp_usage(11, 5)),
+    ]
+}
+
+pub fn resp_sse_tool(id: &str, input: Value) -> Vec<String> {
+    let args = input.to_string();
+    let mid = args.len() / 2;
+    let cut = args
+        .char_indices()
+        .map(|(i, _)| i)
+        .find(|&i| i >= mid)
+        .unwrap_or(0);
+    let (a, b) = args.split_at(cut);
+    vec![
+        resp_ev(json!({"type": "response.created", "sequence_number": 0,
+                       "response": {"id": "r", "status": "in_progress"}})),
+        resp_ev(
+            json!({"type": "response.output_item.added", "output_index": 0,
+                       "item": {"type": "reasoning", "id": "rs_1", "summary": []}}),
+        ),
+        resp_ev(
+            json!({"type": "response.output_item.added", "output_index": 1,
+                       "item": {"type": "function_call", "id": "fc_1", "call_id": id, "name": "ral",
+                                "arguments": ""}}),
+        ),
+        resp_ev(
+            json!({"type": "response.function_call_arguments.delta", "output_index": 1,
+                       "item_id": "fc_1", "delta": a}),
+        ),
+        resp_ev(
+            json!({"type": "response.function_call_arguments.delta", "output_index": 1,
+                       "item_id": "fc_1", "delta": b}),
+        ),
+        resp_ev(
+            json!({"type": "response.function_call_arguments.done", "output_index": 1,
+                       "item_id": "fc_1", "arguments": args}),
+        ),
+        resp_ev(
+            json!({"type": "response.output_item.done", "output_index": 1,
+                       "item": {"type": "function_call", "id": "fc_1", "call_id": id, "name": "ral",
+                                "arguments": args}}),
+        ),
+        resp_done(resp_usage(11, 5)),
+    ]
+}
+
+// ---- Any -----------------------------------------------------------------------
+
+/// Which wire and whether to stream: the six combinations the tests run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Wire {
     Anthropic,
     OpenAi,
+    /// OpenAI's Responses API (`--provider openai --openai-api responses`).
+    Responses,
 }
 
 impl Wire {
+    /// The `--provider` value.
     pub fn name(self) -> &'static str {
         match self {
             Wire::Anthropic => "anthropic",
-            Wire::OpenAi => "openai",
+            Wire::OpenAi | Wire::Responses => "openai",
         }
+    }
+
+    /// The command-line arguments that select this wire.
+    pub fn args(self) -> Vec<&'static str> {
+        match self {
+            Wire::Anthropic => vec!["--provider", "anthropic"],
+            Wire::OpenAi => vec!["--provider", "openai", "--openai-api", "chat"],
+            Wire::Responses => vec!["--provider", "openai", "--openai-api", "responses"],
+        }
+    }
+
+    /// The system prompt of a request on this wire.
+    pub fn system_of(self, body: &Value) -> String {
+        let s = match self {
+            Wire::Anthropic => &body["system"][0]["text"],
+            Wire::OpenAi => &body["messages"][0]["content"],
+            Wire::Responses => &body["instructions"],
+        };
+        s.as_str().unwrap_or_default().to_owned()
     }
 
     pub fn text(self, stream: bool, text: &str) -> Canned {
@@ -555,6 +695,8 @@ impl Wire {
             (Wire::Anthropic, true) => Canned::sse(anth_sse_text(text)),
             (Wire::OpenAi, false) => Canned::ok(oai_text(text)),
             (Wire::OpenAi, true) => Canned::sse(oai_sse_text(text)),
+            (Wire::Responses, false) => Canned::ok(resp_text(text)),
+            (Wire::Responses, true) => Canned::sse(resp_sse_text(text)),
         }
     }
 
@@ -564,6 +706,8 @@ impl Wire {
             (Wire::Anthropic, true) => Canned::sse(anth_sse_tool(id, input)),
             (Wire::OpenAi, false) => Canned::ok(oai_tool(id, input)),
             (Wire::OpenAi, true) => Canned::sse(oai_sse_tool(id, input)),
+            (Wire::Responses, false) => Canned::ok(resp_tool(id, input)),
+            (Wire::Responses, true) => Canned::sse(resp_sse_tool(id, input)),
         }
     }
 
