@@ -1434,11 +1434,15 @@ impl Vm {
 
     // ---- cd (§10.2) ----
 
-    /// Changes the logical working directory.
+    /// Changes the logical working directory. The target resolves as
+    /// every path builtin resolves a path (§10.2), so an empty one is
+    /// refused rather than read as the home directory.
     pub fn change_dir(&mut self, target: &str) -> Result<(), Failure> {
-        let t = if target.is_empty() { "~" } else { target };
+        if target.is_empty() {
+            return Err(Failure::error("cd: the path is empty"));
+        }
         crate::caps::check_chdir(&self.grants)?;
-        let p = normalize(&self.expand_path(t)?);
+        let p = normalize(&self.expand_path(target)?);
         if !p.is_dir() {
             return Err(Failure::error(format!(
                 "cd: {} is not a directory",
