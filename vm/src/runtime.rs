@@ -194,18 +194,23 @@ impl Vm {
 
     /// The child's plan for output stream `s`; `teed` pumps it whatever
     /// its destination (an open trail copies the bytes).
+    ///
+    /// A stream whose destination is an inherited base sink gets that
+    /// sink's descriptor: inherited as it is when the stream is the sink's
+    /// own, a duplicate of the other one when a `2>&1` below sent it there
+    /// (standard error under a block's `2>&1`, with the command's own
+    /// standard output redirected elsewhere, §7.4).
     fn plan(&self, s: Stream, teed: bool) -> Result<(Plan, Target), Failure> {
         let target = io::resolve(&self.io, s);
         let plan = match &target {
             _ if teed => Plan::Pump,
-            Target::Base(Stream::Out) if matches!(self.stdout, Stdout::Inherit) => {
-                Plan::Direct(Stdio::inherit())
-            }
-            Target::Base(Stream::Err) if matches!(self.stderr, Stdout::Inherit) => {
-                Plan::Direct(Stdio::inherit())
-            }
+            Target::Base(b) => match self.target_fd(&target)? {
+                Some(_) if *b == s => Plan::Direct(Stdio::inherit()),
+                Some(fd) => Plan::Direct(Stdio::from(fd)),
+                None => Plan::Pump,
+            },
             Target::File(f) => Plan::Direct(process::stdio_of(f)?),
-            Target::Base(_) | Target::Capture(..) => Plan::Pump,
+            Target::Capture(..) => Plan::Pump,
         };
         Ok((plan, target))
     }
