@@ -897,13 +897,24 @@ impl Vm {
 
     /// Drops the IO frames above `depth` without committing them (a
     /// failure or an escape is leaving their scope): an atomic `>` is
-    /// aborted, a streaming write stays committed as its bytes landed.
+    /// aborted, a streaming write stays committed as its bytes landed, and
+    /// a capture's buffer is flushed to the sink the capture replaced
+    /// (§7.2, third rule; §17.9 `Cap-halt`), innermost first, so what a
+    /// failing body wrote is never silently lost. A flush that cannot be
+    /// written is dropped: the failure already leaving is the one reported.
     pub(crate) fn drop_io_to(&mut self, depth: usize) {
         while self.io.len() > depth {
             let Some(mut frame) = self.io.pop() else {
                 break;
             };
             let watches = std::mem::take(&mut frame.watches);
+            for s in [Stream::Out, Stream::Err] {
+                if let Some(bytes) = frame.take_capture(s) {
+                    if !bytes.is_empty() {
+                        let _ = self.write_stream(s, &bytes);
+                    }
+                }
+            }
             drop(frame);
             for w in watches {
                 let outcome = match w.atomic {
