@@ -87,6 +87,9 @@ pub(crate) struct PipeRun {
     /// Set when the final stage starts: the shell state it may change and
     /// the IO depth below its input frame.
     last: Option<LastStage>,
+    /// How long the trail was when the pipeline began: the stages'
+    /// fragments are merged into what follows in settlement order.
+    trail_mark: usize,
 }
 
 /// What the final stage, which runs on the caller's machine, must not
@@ -935,10 +938,12 @@ impl Vm {
     // ---- pipelines ----
 
     pub(crate) fn pipe_begin(&mut self) {
+        let trail_mark = self.trail.len();
         self.pipes.push(PipeRun {
             stages: Vec::new(),
             next_input: None,
             last: None,
+            trail_mark,
         });
     }
 
@@ -1065,7 +1070,7 @@ impl Vm {
                 self.drop_io_to(last.io_depth);
                 self.restore_last_stage(last);
             }
-            let earlier = self.join_stages(run.stages);
+            let earlier = self.join_stages(run.stages, run.trail_mark);
             let cancelled = matches!(failure.reason, Reason::Cancelled(_))
                 && self.mobile.context.cancel.load(Ordering::Relaxed);
             if let (Some(f), false) = (earlier, cancelled) {
@@ -1076,8 +1081,16 @@ impl Vm {
 
     /// Waits for every stage thread; the first unforgiven failure in launch
     /// order. A stage's buffered standard error is written out as it ends.
-    fn join_stages(&mut self, stages: Vec<Stage>) -> Option<Failure> {
+    ///
+    /// The stages' trail fragments join the observations the final stage
+    /// recorded here since `trail_mark` in settlement order (§13.3): each
+    /// observation lands where its fact became true, by its `end`, so a
+    /// first stage that ended at once comes before a final stage that ended
+    /// later. Each machine's own observations are already in that order
+    /// (a post-order), and a stable merge by `end` keeps them so.
+    fn join_stages(&mut self, stages: Vec<Stage>, trail_mark: usize) -> Option<Failure> {
         let mut first: Option<Failure> = None;
+        let mut merged = false;
         for stage in stages {
             let mut spins = 0u32;
             while !stage.thread.is_finished() {
@@ -1094,6 +1107,7 @@ impl Vm {
                 Ok((r, fragment)) => {
                     // The stage's observations join the trail that owns
                     // the pipeline (§13.3).
+                    merged |= !fragment.is_empty();
                     self.merge_trail(fragment);
                     r
                 }
@@ -1111,6 +1125,12 @@ impl Vm {
                 if !forgiven(&f) && first.is_none() {
                     first = Some(f);
                 }
+            }
+        }
+        if merged {
+            let from = trail_mark.min(self.trail.len());
+            if let Some(tail) = self.trail.get_mut(from..) {
+                tail.sort_by_key(|o| o.end);
             }
         }
         first
@@ -1139,7 +1159,7 @@ impl Vm {
         if let Some(last) = run.last.take() {
             self.restore_last_stage(last);
         }
-        let first = self.join_stages(run.stages);
+        let first = self.join_stages(run.stages, run.trail_mark);
         self.poll_cancel()?;
         match first {
             Some(f) => Err(f),
