@@ -319,7 +319,10 @@ fn a_blocks_2_to_1_reaches_the_programs_inside_it() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert_eq!(text(&out.stdout), "oops\nafter\n");
     assert_eq!(text(&out.stderr), "");
-    assert_eq!(std::fs::read_to_string(dir.join("out.txt")).unwrap(), "kept\n");
+    assert_eq!(
+        std::fs::read_to_string(dir.join("out.txt")).unwrap(),
+        "kept\n"
+    );
 }
 
 #[test]
