@@ -1816,7 +1816,13 @@ impl<'a> Infer<'a> {
     /// Freezes each boundary call's result type, now that the unit is
     /// solved, into the site its value is admitted against (§7.3, §17.3).
     /// A call whose result no use constrained needs no admission.
+    ///
+    /// Agreement numbers are the unit's: one per variable across every
+    /// site (the map outlives each freeze), so two decodes share a number
+    /// exactly when they share the variable (the program compared them),
+    /// and the run keys its agreements by the same numbers (§7.3, §17.3).
     fn freeze_boundaries(&mut self) {
+        let mut agree = rustc_hash::FxHashMap::default();
         for (id, door, comp) in std::mem::take(&mut self.boundary_calls) {
             let value = match self.store.view(comp) {
                 TyView::Con(Con::Returns { value, .. }) => value,
@@ -1836,7 +1842,7 @@ impl<'a> Infer<'a> {
                 };
                 span.map(|s| s.start)
             };
-            let site = crate::admit::freeze(store, value, &use_at);
+            let site = crate::admit::freeze(store, value, &use_at, &mut agree);
             if !site.admits_anything() {
                 self.elab
                     .boundaries
