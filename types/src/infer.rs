@@ -312,10 +312,23 @@ impl<'a> Infer<'a> {
     /// Records `span` as the use that fixed the (weak) position `t` now
     /// is, unless its constructor already has a provenance: what an
     /// admission refusal names as the use (§7.3).
+    /// A kinded variable the use left unbound (`length $d` makes the
+    /// position `sized`) gets `span` as its origin when it has none, so a
+    /// kind refusal names its line too.
     fn note_boundary_use(&mut self, t: Ty, span: Span) {
         let t = self.store.find(t);
-        if matches!(self.store.view(t), TyView::Con(_)) && !self.prov.contains_key(t) {
-            self.boundary_uses.entry(t).or_insert(span);
+        match self.store.view(t) {
+            TyView::Con(_) => {
+                if !self.prov.contains_key(t) {
+                    self.boundary_uses.entry(t).or_insert(span);
+                }
+            }
+            TyView::Var(v, _) => {
+                if v.origin.is_none() && v.kind != Kind::ANY {
+                    let p = self.origin(span);
+                    self.store.note_origin(t, p);
+                }
+            }
         }
     }
 
