@@ -302,6 +302,30 @@ fn output_before_a_failure_is_kept() {
 }
 
 #[test]
+fn a_blocks_2_to_1_reaches_the_programs_inside_it() {
+    // §7.4: `2>&1` on a block sends standard error wherever the block's
+    // standard output goes, for every command inside it, also one whose
+    // own standard output is redirected elsewhere. Here the block's
+    // standard output is ral's own, a real descriptor.
+    let dir = scratch("block-err-to-out");
+    let out = ral_command(&[
+        "-c",
+        "!{ sh -c 'echo oops >&2; echo kept' > out.txt } 2>&1\necho after",
+    ])
+    .current_dir(&dir)
+    .stdin(Stdio::null())
+    .output()
+    .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "oops\nafter\n");
+    assert_eq!(text(&out.stderr), "");
+    assert_eq!(
+        std::fs::read_to_string(dir.join("out.txt")).unwrap(),
+        "kept\n"
+    );
+}
+
+#[test]
 fn exit_sets_the_status() {
     let out = ral(&["-c", "exit 4"]);
     assert_eq!(out.status.code(), Some(4));
