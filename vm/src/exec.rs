@@ -952,8 +952,9 @@ impl Vm {
         self.masked.clear();
     }
 
-    /// The cause a cancelled run reports.
-    pub(crate) fn cancel_cause(&self) -> Cause {
+    /// The cause a cancelled run reports: what the host stored before it
+    /// set the cancel flag (a signal's own cause, a wall's `timed-out`).
+    pub fn cancel_cause(&self) -> Cause {
         cause_of(self.cancel_cause.load(Ordering::Relaxed))
     }
 

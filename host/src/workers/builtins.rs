@@ -7,9 +7,7 @@ use ral_vm::audit::{now_us, What};
 use ral_vm::{Failure, Record, Value, Vm};
 
 use super::state::{lock, CancelCause, Claim, Phase, Worker};
-use super::{
-    handle_value, interrupted, reraise, worker_of, Birth, BirthError, Waited, WorkerRegistry,
-};
+use super::{handle_value, reraise, worker_of, Birth, BirthError, Waited, WorkerRegistry};
 
 type Imp = fn(&Arc<WorkerRegistry>, &mut Vm, &[Value]) -> Result<Value, Failure>;
 
@@ -184,7 +182,7 @@ fn await_(reg: &Arc<WorkerRegistry>, vm: &mut Vm, args: &[Value]) -> Result<Valu
     let caller = vm.mobile.context.cancel.clone();
     match reg.wait_any(std::slice::from_ref(&w), &caller, true) {
         Waited::Settled(_) | Waited::Cancelled(_) | Waited::NoneLive => {}
-        Waited::Interrupted => return Err(interrupted()),
+        Waited::CallerCancelled => return Err(Failure::cancelled(vm.cancel_cause())),
     }
     reg.forget(w.id);
     deliver(reg, vm, &w)
@@ -276,7 +274,7 @@ fn race(reg: &Arc<WorkerRegistry>, vm: &mut Vm, args: &[Value]) -> Result<Value,
                 "race has no running or settled handle left to observe: all are cancelled",
             ))
         }
-        Waited::Interrupted => return Err(interrupted()),
+        Waited::CallerCancelled => return Err(Failure::cancelled(vm.cancel_cause())),
     };
     let Some(win) = ws.get(winner) else {
         return Err(Failure::error("race lost its winner"));
@@ -397,9 +395,9 @@ fn par(reg: &Arc<WorkerRegistry>, vm: &mut Vm, args: &[Value]) -> Result<Value, 
                 stop_all(&running, CancelCause::ParSibling);
                 return Err(Failure::error("no item's worker is left to wait for"));
             }
-            Waited::Interrupted => {
-                stop_all(&running, CancelCause::ParInterrupted);
-                return Err(interrupted());
+            Waited::CallerCancelled => {
+                stop_all(&running, CancelCause::ParCancelled);
+                return Err(Failure::cancelled(vm.cancel_cause()));
             }
         }
     }

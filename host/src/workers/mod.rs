@@ -140,7 +140,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use ral_vm::audit::Observation;
-use ral_vm::{Cause, Escape, Failure, Handle, Stdin, Stdout, Value, Vm};
+use ral_vm::{Escape, Failure, Handle, Stdin, Stdout, Value, Vm};
 
 pub use agent::{install_agent_forms, AgentForms, DETACH_BIRTHS};
 pub use builtins::{install_core_worker_builtins, install_worker_builtins};
@@ -290,8 +290,10 @@ enum Waited {
     Cancelled(usize),
     /// None of them is running or settled.
     NoneLive,
-    /// The caller's own cancel flag was set.
-    Interrupted,
+    /// The caller's own cancel flag was set: the wait fails with the
+    /// cause the caller's run was cancelled with (a SIGTERM's
+    /// `terminated`, not always `interrupted`; §8.10).
+    CallerCancelled,
 }
 
 #[derive(Clone)]
@@ -903,7 +905,7 @@ impl WorkerRegistry {
                 return Waited::NoneLive;
             }
             if caller.load(std::sync::atomic::Ordering::Relaxed) {
-                return Waited::Interrupted;
+                return Waited::CallerCancelled;
             }
             gen = match self.settled.wait_timeout(gen, WAIT_SLICE) {
                 Ok((g, _)) => g,
@@ -1041,9 +1043,4 @@ fn reraise(mut f: Failure) -> Failure {
     f.span = None;
     f.trace.clear();
     f
-}
-
-/// The failure a wait interrupted by the caller's cancel flag reports.
-fn interrupted() -> Failure {
-    Failure::cancelled(Cause::Interrupted)
 }

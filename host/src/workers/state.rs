@@ -59,8 +59,9 @@ pub enum CancelCause {
     RaceLoser,
     /// A sibling item of the same `par` failed.
     ParSibling,
-    /// The `par` call that owned it was interrupted.
-    ParInterrupted,
+    /// The run of the `par` call that owned it was cancelled (an
+    /// interrupt, a signal, a wall).
+    ParCancelled,
     /// Nothing observed it (`await`, `poll`, `race`) for this long.
     Idle(Duration),
     /// It ran longer than the detached limit since its birth.
@@ -76,7 +77,7 @@ impl CancelCause {
             CancelCause::Explicit => "by `cancel`".to_owned(),
             CancelCause::RaceLoser => "by `race`: another handle settled first".to_owned(),
             CancelCause::ParSibling => "by `par`: a sibling item failed".to_owned(),
-            CancelCause::ParInterrupted => "because its `par` call was interrupted".to_owned(),
+            CancelCause::ParCancelled => "because its `par` call was cancelled".to_owned(),
             CancelCause::Idle(d) => format!(
                 "by the idle lease: nothing awaited or polled it for {}",
                 human_duration(d)
@@ -95,7 +96,7 @@ impl CancelCause {
             CancelCause::Explicit
             | CancelCause::RaceLoser
             | CancelCause::ParSibling
-            | CancelCause::ParInterrupted
+            | CancelCause::ParCancelled
             | CancelCause::Idle(_)
             | CancelCause::Backstop(_) => Cause::Cancelled,
         }
