@@ -1208,6 +1208,59 @@ impl Vm {
         Ok(())
     }
 
+    /// Appends the text conversion of `v` (§4.9), polling for cancellation
+    /// while it converts a collection (a value sharing its parts can stand
+    /// for far more text than memory holds).
+    fn write_text_polled(&self, out: &mut String, v: &Value) -> Result<(), Failure> {
+        if let Value::Str(t) = v {
+            out.push_str(t);
+            return Ok(());
+        }
+        let flag = &self.mobile.context.cancel;
+        let mut steps: usize = 0;
+        let mut go_on = || {
+            steps = steps.wrapping_add(1);
+            steps % crate::builtins::pace::POLL_EVERY != 0 || !flag.load(Ordering::Relaxed)
+        };
+        match crate::display::write_text_while(out, v, &mut go_on) {
+            Some(()) => Ok(()),
+            None => self.poll_cancel(),
+        }
+    }
+
+    /// What `echo` writes for its argument list: each item in the text
+    /// conversion, separated by single spaces, then a newline (§14.6).
+    fn echo_line(&self, list: &Value) -> Result<String, Failure> {
+        let Value::List(items) = list else {
+            return Err(kind_error("a List of arguments", list));
+        };
+        let mut line = String::new();
+        for (i, item) in items.iter().enumerate() {
+            if i > 0 {
+                line.push(' ');
+            }
+            self.write_text_polled(&mut line, item)?;
+        }
+        line.push('\n');
+        Ok(line)
+    }
+
+    /// Structural equality for `==` and `!=`, polling for cancellation
+    /// while it compares containers (§8.10: two values sharing their parts
+    /// can hold far more leaves than memory).
+    fn equal_polled(&self, a: &Value, b: &Value) -> Result<bool, Failure> {
+        let flag = &self.mobile.context.cancel;
+        let mut steps: usize = 0;
+        let mut go_on = || {
+            steps = steps.wrapping_add(1);
+            steps % crate::builtins::pace::POLL_EVERY != 0 || !flag.load(Ordering::Relaxed)
+        };
+        match a.equal_while(b, &mut go_on) {
+            Some(same) => Ok(same),
+            None => self.poll_cancel().map(|()| false),
+        }
+    }
+
     #[inline]
     pub(crate) fn poll_cancel(&self) -> Result<(), Failure> {
         if self.mobile.context.cancel.load(Ordering::Relaxed) {
@@ -1615,14 +1668,16 @@ impl Vm {
                 }
                 Op::Eq { dst, lhs, rhs } => {
                     let b = if let (Value::Int(a), Value::Int(b)) = (&r!(lhs), &r!(rhs)) {
-                        a == b
+                        *a == *b
                     } else {
-                        r!(lhs).equal(&r!(rhs))
+                        let (a, b) = (r!(lhs).clone(), r!(rhs).clone());
+                        tri!(self.equal_polled(&a, &b))
                     };
                     set_bool!(dst, b);
                 }
                 Op::Ne { dst, lhs, rhs } => {
-                    let b = !r!(lhs).equal(&r!(rhs));
+                    let (a, b) = (r!(lhs).clone(), r!(rhs).clone());
+                    let b = !tri!(self.equal_polled(&a, &b));
                     set_bool!(dst, b);
                 }
 
@@ -1849,7 +1904,7 @@ impl Vm {
                         .sum();
                     let mut out = String::with_capacity(guess);
                     for v in &self.regs[s..s + usize::from(n)] {
-                        crate::display::write_text(&mut out, v);
+                        tri!(self.write_text_polled(&mut out, v));
                     }
                     set!(dst, Value::str(out));
                 }
@@ -2277,7 +2332,7 @@ impl Vm {
                 }
                 Op::Echo { dst, list } => {
                     if self.mobile.context.handlers.is_empty() {
-                        let line = tri!(echo_line(&r!(list)));
+                        let line = tri!(self.echo_line(&r!(list)));
                         tri!(self.write(line.as_bytes()));
                     } else {
                         // A handler may intercept `echo` (§6.3).
@@ -2677,23 +2732,6 @@ fn spread_args(list: &Value) -> Result<Vec<Value>, Failure> {
     } else {
         Err(kind_error("a List of arguments", list))
     }
-}
-
-/// What `echo` writes for its argument list: each item in the text
-/// conversion, separated by single spaces, then a newline (§14.6).
-fn echo_line(list: &Value) -> Result<String, Failure> {
-    let Value::List(items) = list else {
-        return Err(kind_error("a List of arguments", list));
-    };
-    let mut line = String::new();
-    for (i, item) in items.iter().enumerate() {
-        if i > 0 {
-            line.push(' ');
-        }
-        crate::display::write_text(&mut line, item);
-    }
-    line.push('\n');
-    Ok(line)
 }
 
 fn decode_capture(bytes: Vec<u8>) -> Result<Value, Failure> {
