@@ -219,3 +219,46 @@ fn long_builtin_work_ends_promptly_on_a_signal() {
         eprintln!("{what}: ended {:?} after the signal", end.took);
     }
 }
+
+/// Issue 20 item 1 (§8.7): `guard { ^sleep 5 } { ^rm lockfile }` sent
+/// SIGTERM runs its cleanup's program, so the lock file is gone, and the
+/// run still ends with 143 afterwards.
+#[test]
+fn a_guard_cleanup_runs_its_programs_after_a_signal() {
+    let dir = tempfile::tempdir().unwrap();
+    let lock = dir.path().join("lockfile");
+    std::fs::write(&lock, "held\n").unwrap();
+    let run = start_in(
+        "echo started\nguard { ^sleep 5 } { ^rm lockfile; echo cleaned }\necho never",
+        Some(dir.path()),
+    );
+    std::thread::sleep(Duration::from_millis(200));
+    run.send(Signal::TERM);
+    let end = run.finish(PROMPT_END);
+    assert_eq!(end.code(), Some(143), "{}", end.err);
+    assert!(!lock.exists(), "the cleanup's rm did not run: {}", end.err);
+    assert_eq!(end.out, "cleaned\n");
+    assert!(end.err.contains("terminated"), "{}", end.err);
+}
+
+/// A further signal during the cleanup ends it, even while the cleanup
+/// waits on a program that ignores SIGINT and SIGTERM (it is killed after
+/// the grace period).
+#[test]
+fn a_further_signal_ends_a_guard_cleanup() {
+    let dir = tempfile::tempdir().unwrap();
+    let lock = dir.path().join("lockfile");
+    std::fs::write(&lock, "held\n").unwrap();
+    let run = start_in(
+        "echo started\nguard { ^sleep 5 } {\n  echo cleaning\n  ^sh -c 'trap \"\" TERM INT; sleep 5'\n  ^rm lockfile\n}",
+        Some(dir.path()),
+    );
+    std::thread::sleep(Duration::from_millis(200));
+    run.send(Signal::INT);
+    std::thread::sleep(Duration::from_millis(300));
+    run.send(Signal::INT);
+    let end = run.finish(PROMPT_END);
+    assert_eq!(end.code(), Some(130), "{}", end.err);
+    assert_eq!(end.out, "cleaning\n");
+    assert!(lock.exists(), "the cleanup ran to its end");
+}

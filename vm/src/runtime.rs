@@ -228,7 +228,7 @@ impl Vm {
     /// run; [`Vm::read_error`] turns such a wait into the cancellation.
     pub fn input(&self) -> Box<dyn Read> {
         use std::os::fd::AsRawFd;
-        let cancel = self.mobile.context.cancel.clone();
+        let cancel = self.cancel_probe();
         match io::resolve_input(&self.io) {
             Some(f) => Box::new(crate::waiting::Polled {
                 fd: f.as_raw_fd(),
@@ -655,12 +655,13 @@ impl Vm {
             own_group: self.own_process_groups,
             sandbox,
         };
-        let cancel = self.mobile.context.cancel.clone();
+        let probe = self.cancel_probe();
+        let cancelled = move || probe.is_set();
         // Read when the cancel lands: the host stores the cause just
         // before it sets the flag.
         let cause_cell = self.cancel_cause.clone();
         let cause = move || crate::exec::cause_of(cause_cell.load(Ordering::Relaxed));
-        process::run(launch, &cancel, &cause, &mut |s, bytes| {
+        process::run(launch, &cancelled, &cause, &mut |s, bytes| {
             let t = match s {
                 Stream::Out => &out_target,
                 Stream::Err => &err_target,
@@ -1073,8 +1074,7 @@ impl Vm {
                 self.restore_last_stage(last);
             }
             let earlier = self.join_stages(run.stages);
-            let cancelled = matches!(failure.reason, Reason::Cancelled(_))
-                && self.mobile.context.cancel.load(Ordering::Relaxed);
+            let cancelled = matches!(failure.reason, Reason::Cancelled(_)) && self.cancelled();
             if let (Some(f), false) = (earlier, cancelled) {
                 *failure = f;
             }
@@ -1088,7 +1088,7 @@ impl Vm {
         for stage in stages {
             let mut spins = 0u32;
             while !stage.thread.is_finished() {
-                if self.mobile.context.cancel.load(Ordering::Relaxed) {
+                if self.cancelled() {
                     // The stages share the flag and stop on their own;
                     // wait for them so no thread outlives the run.
                     break;

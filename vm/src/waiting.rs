@@ -17,8 +17,9 @@
 
 use std::io::{self, Read};
 use std::os::fd::RawFd;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+
+use crate::exec::CancelProbe;
 
 /// The longest a wait goes without looking at the cancel flag.
 const SLICE_MS: i32 = 50;
@@ -27,10 +28,10 @@ const SLICE_MS: i32 = 50;
 const CANCELLED: &str = "the run was cancelled while waiting for input";
 
 /// Waits until `fd` is readable (or at its end, or in error: a read then
-/// returns at once), or `cancel` is set: `Err(cancelled())` then.
-pub fn wait_readable(fd: RawFd, cancel: &AtomicBool) -> io::Result<()> {
+/// returns at once), or the run is cancelled: `Err(cancelled())` then.
+pub fn wait_readable(fd: RawFd, cancel: &CancelProbe) -> io::Result<()> {
     loop {
-        if cancel.load(Ordering::Relaxed) {
+        if cancel.is_set() {
             return Err(cancelled());
         }
         let mut pfd = libc::pollfd {
@@ -68,7 +69,7 @@ pub fn is_cancelled(e: &io::Error) -> bool {
 pub struct Polled<R> {
     pub inner: R,
     pub fd: RawFd,
-    pub cancel: Arc<AtomicBool>,
+    pub cancel: CancelProbe,
 }
 
 impl<R: Read> Read for Polled<R> {
@@ -93,6 +94,7 @@ mod tests {
     use super::*;
     use std::io::Write;
     use std::os::fd::AsRawFd;
+    use std::sync::atomic::{AtomicBool, Ordering};
     use std::time::{Duration, Instant};
 
     #[test]
@@ -110,7 +112,7 @@ mod tests {
         let mut reader = Polled {
             fd: r.as_raw_fd(),
             inner: r,
-            cancel,
+            cancel: CancelProbe::of_flag(cancel),
         };
         let mut buf = [0u8; 8];
         let e = reader.read(&mut buf).unwrap_err();
@@ -127,7 +129,7 @@ mod tests {
         let mut reader = Polled {
             fd: r.as_raw_fd(),
             inner: r,
-            cancel: Arc::new(AtomicBool::new(false)),
+            cancel: CancelProbe::of_flag(Arc::new(AtomicBool::new(false))),
         };
         let mut all = Vec::new();
         reader.read_to_end(&mut all).unwrap();

@@ -179,7 +179,7 @@ fn watch(reg: &Arc<WorkerRegistry>, vm: &mut Vm, args: &[Value]) -> Result<Value
 
 fn await_(reg: &Arc<WorkerRegistry>, vm: &mut Vm, args: &[Value]) -> Result<Value, Failure> {
     let w = handle_arg(arg(args, 0)?)?;
-    let caller = vm.mobile.context.cancel.clone();
+    let caller = vm.cancel_probe();
     match reg.wait_any(std::slice::from_ref(&w), &caller, true) {
         Waited::Settled(_) | Waited::Cancelled(_) | Waited::NoneLive => {}
         Waited::CallerCancelled => return Err(Failure::cancelled(vm.cancel_cause())),
@@ -266,7 +266,7 @@ fn race(reg: &Arc<WorkerRegistry>, vm: &mut Vm, args: &[Value]) -> Result<Value,
         .iter()
         .map(handle_arg)
         .collect::<Result<Vec<_>, _>>()?;
-    let caller = vm.mobile.context.cancel.clone();
+    let caller = vm.cancel_probe();
     let winner = match reg.wait_any(&ws, &caller, false) {
         Waited::Settled(i) => i,
         Waited::NoneLive | Waited::Cancelled(_) => {
@@ -305,7 +305,7 @@ fn par(reg: &Arc<WorkerRegistry>, vm: &mut Vm, args: &[Value]) -> Result<Value, 
         Ok(0) | Err(_) => total,
         Ok(n) => n.min(total),
     };
-    let caller = vm.mobile.context.cancel.clone();
+    let caller = vm.cancel_probe();
     let mut results: Vec<Option<Value>> = vec![None; total];
     let mut events: Vec<Option<Vec<Value>>> = vec![None; total];
     let mut replayed = 0usize;

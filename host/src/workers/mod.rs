@@ -134,7 +134,6 @@ use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::io::Write;
-use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -677,7 +676,9 @@ impl WorkerRegistry {
         for w in &workers {
             w.cancel(CancelCause::Shutdown);
             // Also stops a worker cancelled earlier that is still winding
-            // down.
+            // down (a cleanup holding that cancellation off included).
+            w.cancel_count
+                .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
             w.cancel.store(true, std::sync::atomic::Ordering::Relaxed);
         }
         self.notify();
@@ -821,6 +822,7 @@ impl WorkerRegistry {
         machine.stdin = Stdin::Null;
         machine.own_process_groups = true;
         machine.cancel_cause = worker.cancel_cause.clone();
+        machine.cancel_count = worker.cancel_count.clone();
         let audited = matches!(birth, Birth::Defer);
         if let Birth::Service(_) = birth {
             // A service outlives the trail its creator had open: it keeps
@@ -886,7 +888,12 @@ impl WorkerRegistry {
     /// cancelled worker is skipped, or stops the wait when
     /// `stop_on_cancelled`. Each wake-up renews the idle leases of the
     /// workers waited on. `caller` is the waiting machine's cancel flag.
-    fn wait_any(&self, ws: &[Arc<Worker>], caller: &AtomicBool, stop_on_cancelled: bool) -> Waited {
+    fn wait_any(
+        &self,
+        ws: &[Arc<Worker>],
+        caller: &ral_vm::CancelProbe,
+        stop_on_cancelled: bool,
+    ) -> Waited {
         let mut gen = lock(&self.settle_gen);
         loop {
             let now = Instant::now();
@@ -904,7 +911,7 @@ impl WorkerRegistry {
             if !live {
                 return Waited::NoneLive;
             }
-            if caller.load(std::sync::atomic::Ordering::Relaxed) {
+            if caller.is_set() {
                 return Waited::CallerCancelled;
             }
             gen = match self.settled.wait_timeout(gen, WAIT_SLICE) {

@@ -9,7 +9,7 @@
 //! registry's table lock is taken.
 
 use std::io::{self, Write};
-use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -182,6 +182,8 @@ pub(crate) struct Worker {
     /// The cause the worker machine reports when the flag stops it
     /// (`Cause as u8`), stored before the flag is set.
     pub cancel_cause: Arc<AtomicU8>,
+    /// How often its flag was raised (a cleanup holds off one, §8.7).
+    pub cancel_count: Arc<std::sync::atomic::AtomicU32>,
     pub limits: Limits,
     /// Session binding names the spawned function reads (lease pins).
     pub pins: Vec<String>,
@@ -220,6 +222,7 @@ impl Worker {
             born: now,
             cancel: Arc::new(AtomicBool::new(false)),
             cancel_cause: Arc::new(AtomicU8::new(Cause::Cancelled as u8)),
+            cancel_count: Arc::new(std::sync::atomic::AtomicU32::new(0)),
             limits,
             pins,
             state: Mutex::new(State {
@@ -272,9 +275,12 @@ impl Worker {
             st.stdout = CappedBuf::new(st.stdout.cap);
             st.stderr = CappedBuf::new(st.stderr.cap);
             st.surface.discard();
-            self.cancel_cause
-                .store(cause.failure_cause() as u8, Ordering::Relaxed);
-            self.cancel.store(true, Ordering::Relaxed);
+            ral_vm::raise_cancel(
+                &self.cancel,
+                &self.cancel_cause,
+                &self.cancel_count,
+                cause.failure_cause(),
+            );
             true
         } else {
             false

@@ -139,10 +139,10 @@ pub fn ask(ctx: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
         .and_then(|_| out.flush())
         .map_err(|e| Failure::error(format!("ask: {e}")))?;
     // The wait for the answer ends when the run is cancelled.
-    let cancel = ctx
-        .vm()
-        .map(|vm| vm.mobile.context.cancel.clone())
-        .unwrap_or_default();
+    let cancel = ctx.vm().map_or_else(
+        || crate::exec::CancelProbe::of_flag(std::sync::Arc::default()),
+        |vm| vm.cancel_probe(),
+    );
     let reader = crate::waiting::Polled {
         fd: std::os::fd::AsRawFd::as_raw_fd(&tty),
         inner: &tty,

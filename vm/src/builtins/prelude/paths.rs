@@ -99,10 +99,10 @@ pub fn line_count(ctx: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
     };
     let file = File::open(&full).map_err(cannot)?;
     // A fifo can block; its reads wait with polls of the cancel flag.
-    let cancel = ctx
-        .vm()
-        .map(|vm| vm.mobile.context.cancel.clone())
-        .unwrap_or_default();
+    let cancel = ctx.vm().map_or_else(
+        || crate::exec::CancelProbe::of_flag(std::sync::Arc::default()),
+        |vm| vm.cancel_probe(),
+    );
     let mut reader = crate::waiting::Polled {
         fd: std::os::fd::AsRawFd::as_raw_fd(&file),
         inner: &file,
