@@ -93,7 +93,7 @@ fn an_empty_program_exits_0() {
 fn arguments_reach_args() {
     let out = ral(&["-c", "echo !{args}", "a", "-c", "b c"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    assert_eq!(text(&out.stdout), "[a, -c, 'b c']\n");
+    assert_eq!(text(&out.stdout), "[a, -c, b c]\n");
 
     let path = script(
         "args",
