@@ -1403,7 +1403,18 @@ impl Vm {
         self.mobile.scope.swap_journal(journal);
         self.truncate_def_types(def_types);
         match result {
-            Ok(_) => Ok(Value::record(Record::from_entries(exports))),
+            Ok(_) => {
+                // What the admission after this `use` holds the program's
+                // uses of the exports to (§10.3).
+                let schemes: Vec<(String, ral_types::Scheme)> = module
+                    .defs
+                    .iter()
+                    .filter(|d| !d.name.starts_with('_'))
+                    .filter_map(|d| Some((d.name.clone(), d.entry.as_ref()?.scheme.clone())))
+                    .collect();
+                self.use_exports = Some(Arc::from(schemes));
+                Ok(Value::record(Record::from_entries(exports)))
+            }
             Err(mut f) => {
                 // A failure the module raised keeps its status and reads
                 // `use: message` (§10.4): no file prefix, nothing rendered.
