@@ -502,6 +502,25 @@ fn repl_on_a_pipe(test: &str, input: &str) -> (Output, PathBuf) {
 }
 
 #[test]
+fn an_alias_from_an_earlier_entry_is_typed_as_an_alias() {
+    // §6.6, §17.3: a bare head has one class, decided by the order the run
+    // dispatches in; an alias the session holds makes it an arm, whose
+    // arguments are rendered by the text conversion, so a record is no
+    // refusal. After `unalias` the head is an external again.
+    let (out, _) = repl_on_a_pipe(
+        "repl-alias-class",
+        "alias tell { |args| echo ...$args }\n\
+         tell 2.5 [k: 1]\n\
+         unalias tell\n\
+         tell [k: 1]\n",
+    );
+    let stdout = text(&out.stdout);
+    let stderr = text(&out.stderr);
+    assert_eq!(stdout, "2.5 [k: 1]\n", "{stderr}");
+    assert!(stderr.contains("external-argument"), "{stderr}");
+}
+
+#[test]
 fn repl_entries_share_one_session() {
     let (out, state) = repl_on_a_pipe(
         "repl-session",

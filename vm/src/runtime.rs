@@ -287,6 +287,23 @@ impl Vm {
         }
     }
 
+    /// The names the session's aliases handle, sorted (the checker types a
+    /// bare head of one of them as an arm, §17.3).
+    pub fn alias_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = self
+            .mobile
+            .context
+            .handlers
+            .iter()
+            .filter(|f| is_alias_frame(f))
+            .filter_map(|f| frame_parts(f).0)
+            .flat_map(|r| r.iter().map(|(k, _)| k.to_string()))
+            .collect();
+        names.sort();
+        names.dedup();
+        names
+    }
+
     /// Whether dispatching the bare head `name` here would reach a handler
     /// (a named arm or a catch-all of an unmasked frame, aliases included)
     /// or a base handler, rather than a program found on `PATH`: the
