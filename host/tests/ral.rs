@@ -326,6 +326,25 @@ fn a_blocks_2_to_1_reaches_the_programs_inside_it() {
 }
 
 #[test]
+fn user_answers_the_account_database_without_user() {
+    // §10.2 reads `USER` from the effective environment; without one the
+    // account database names the effective user (deviations.md S11), and
+    // an override still decides.
+    let name = Command::new("id").arg("-un").output().unwrap();
+    let name = text(&name.stdout);
+    let out = ral_command(&[
+        "-c",
+        "echo !{user}\nwithin [env: [USER: builder]] { echo !{user} }",
+    ])
+    .env_remove("USER")
+    .stdin(Stdio::null())
+    .output()
+    .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), format!("{}builder\n", name));
+}
+
+#[test]
 fn exit_sets_the_status() {
     let out = ral(&["-c", "exit 4"]);
     assert_eq!(out.status.code(), Some(4));

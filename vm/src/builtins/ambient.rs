@@ -48,12 +48,28 @@ pub fn home(ctx: &mut dyn Ctx, _: &[Value]) -> Result<Value, Failure> {
 }
 
 /// `user`: the user name from the effective environment (`USER`;
-/// `USERNAME` on Windows). Unset or empty fails, naming the variable.
+/// `USERNAME` on Windows), so `within [env: [USER: …]]` changes it. When
+/// the effective environment has none (unset or empty: `env -i`, a
+/// service manager, a container), the account database's name for the
+/// effective user id; only a user the database does not know fails,
+/// naming the variable and the uid (deviations.md S11).
 pub fn user(ctx: &mut dyn Ctx, _: &[Value]) -> Result<Value, Failure> {
     let var = if cfg!(windows) { "USERNAME" } else { "USER" };
     match ctx.var(var) {
         Some(u) if !u.is_empty() => Ok(Value::str(u)),
-        _ => Err(Failure::error(format!("user: {var} is not set"))),
+        _ => account_name()
+            .map(Value::str)
+            .map_err(|why| Failure::error(format!("user: {var} is not set, and {why}"))),
+    }
+}
+
+/// The account database's name for the effective user id.
+fn account_name() -> Result<String, String> {
+    let uid = nix::unistd::Uid::effective();
+    match nix::unistd::User::from_uid(uid) {
+        Ok(Some(u)) if !u.name.is_empty() => Ok(u.name),
+        Ok(_) => Err(format!("the account database has no user {uid}")),
+        Err(e) => Err(format!("the account database cannot be read: {e}")),
     }
 }
 
