@@ -153,8 +153,12 @@ mod tests {
         let mut unset = vm_with(&[("HOME", None), ("USER", Some(""))]);
         let e = home(&mut unset, &[]).unwrap_err();
         assert!(e.message.contains("HOME is not set"), "{}", e.message);
-        let e = user(&mut unset, &[]).unwrap_err();
-        assert!(e.message.contains("USER is not set"), "{}", e.message);
+        // Without `USER` the account database names the effective user
+        // (deviations.md S11).
+        let u = user(&mut unset, &[]).unwrap();
+        assert_eq!(u, Value::str(account_name().unwrap()));
+        let mut gone = vm_with(&[("USER", None)]);
+        assert_eq!(user(&mut gone, &[]).unwrap(), u);
     }
 
     #[test]
