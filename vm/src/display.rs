@@ -136,6 +136,18 @@ pub fn to_text(value: &Value) -> String {
 
 /// Appends the text conversion of a value.
 pub fn write_text(out: &mut String, value: &Value) {
+    let _ = write_text_while(out, value, &mut || true);
+}
+
+/// [`write_text`] that asks `go_on` once per value it converts and gives
+/// up (`None`, leaving `out` incomplete) when it says no: a value that
+/// shares its parts can stand for far more text than memory holds, so a
+/// builtin converting one polls for cancellation here (§8.10).
+pub fn write_text_while(
+    out: &mut String,
+    value: &Value,
+    go_on: &mut dyn FnMut() -> bool,
+) -> Option<()> {
     match value {
         Value::Str(s) => out.push_str(s),
         Value::Bytes(b) => out.push_str(&String::from_utf8_lossy(b)),
@@ -147,11 +159,15 @@ pub fn write_text(out: &mut String, value: &Value) {
         | Value::Record(_)
         | Value::Variant(_)
         | Value::Func(_)
-        | Value::Handle(_) => write_nested(out, value),
+        | Value::Handle(_) => return write_nested(out, value, go_on),
     }
+    Some(())
 }
 
-fn write_nested(out: &mut String, value: &Value) {
+fn write_nested(out: &mut String, value: &Value, go_on: &mut dyn FnMut() -> bool) -> Option<()> {
+    if !go_on() {
+        return None;
+    }
     match value {
         Value::Unit => out.push_str("()"),
         Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
@@ -165,14 +181,14 @@ fn write_nested(out: &mut String, value: &Value) {
                 if i > 0 {
                     out.push_str(", ");
                 }
-                write_nested(out, item);
+                write_nested(out, item, go_on)?;
             }
             out.push(']');
         }
         Value::Record(r) => {
             if r.is_empty() {
                 out.push_str("[:]");
-                return;
+                return Some(());
             }
             out.push('[');
             for (i, (k, v)) in r.iter().enumerate() {
@@ -181,16 +197,17 @@ fn write_nested(out: &mut String, value: &Value) {
                 }
                 out.push_str(k);
                 out.push_str(": ");
-                write_nested(out, v);
+                write_nested(out, v, go_on)?;
             }
             out.push(']');
         }
-        Value::Variant(v) => write_variant(out, v, write_nested),
+        Value::Variant(v) => write_variant(out, v, go_on)?,
         Value::Func(f) => write_func(out, f),
         Value::Handle(h) => {
             let _ = write!(out, "<handle {}>", h.id);
         }
     }
+    Some(())
 }
 
 /// A string inside a collection, in the renderer's `Words` style: a ral
@@ -203,7 +220,7 @@ fn write_word(out: &mut String, s: &str) {
     }
 }
 
-fn write_variant(out: &mut String, v: &Variant, payload: fn(&mut String, &Value)) {
+fn write_variant(out: &mut String, v: &Variant, go_on: &mut dyn FnMut() -> bool) -> Option<()> {
     out.push('`');
     out.push_str(&v.tag);
     if let Some(p) = &v.payload {
@@ -212,11 +229,12 @@ fn write_variant(out: &mut String, v: &Variant, payload: fn(&mut String, &Value)
         if paren {
             out.push('(');
         }
-        payload(out, p);
+        write_nested(out, p, go_on)?;
         if paren {
             out.push(')');
         }
     }
+    Some(())
 }
 
 fn write_func(out: &mut String, f: &Func) {
@@ -430,7 +448,9 @@ fn write_flat(out: &mut String, value: &Value, depth: usize, opts: &RenderOption
         | Value::Int(_)
         | Value::Float(_)
         | Value::Func(_)
-        | Value::Handle(_) => write_nested(out, value),
+        | Value::Handle(_) => {
+            let _ = write_nested(out, value, &mut || true);
+        }
     }
 }
 

@@ -42,9 +42,10 @@ pub mod runtime;
 pub mod sandbox;
 pub mod session;
 pub mod value;
+pub mod waiting;
 
 pub use builtins::{registry, BuiltinDef, BuiltinFn, Ctx};
-pub use exec::{Escape, HostFn, RunError, Stdin, Stdout, Vm};
+pub use exec::{raise_cancel, CancelProbe, Escape, HostFn, RunError, Stdin, Stdout, Vm};
 pub use failure::{Cause, Failure, FailureInfo, Reason, Site, SourceText};
 pub use io::SharedBuf;
 pub use session::{Context, Mobile, Scope, SlotId};

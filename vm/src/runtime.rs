@@ -229,25 +229,48 @@ impl Vm {
         }
     }
 
+    /// The current standard input as a reader (the decoders and line
+    /// readers, §7.3): a redirect's file or a pipe, else the machine's
+    /// base input. Every read waits with polls of the cancel flag
+    /// ([`crate::waiting`]), so a silent writer cannot hold a cancelled
+    /// run; [`Vm::read_error`] turns such a wait into the cancellation.
+    pub fn input(&self) -> Box<dyn Read> {
+        use std::os::fd::AsRawFd;
+        let cancel = self.cancel_probe();
+        match io::resolve_input(&self.io) {
+            Some(f) => Box::new(crate::waiting::Polled {
+                fd: f.as_raw_fd(),
+                inner: crate::waiting::ArcFile(f),
+                cancel,
+            }),
+            None => match self.stdin {
+                Stdin::Inherit => Box::new(crate::waiting::Polled {
+                    fd: libc::STDIN_FILENO,
+                    inner: std::io::stdin(),
+                    cancel,
+                }),
+                Stdin::Null => Box::new(std::io::empty()),
+            },
+        }
+    }
+
+    /// A failed read of the standard input as the run's failure: a wait
+    /// the cancel flag ended is the run's cancellation.
+    pub fn read_error(&self, who: &str, e: std::io::Error) -> Failure {
+        if crate::waiting::is_cancelled(&e) {
+            if let Err(f) = self.poll_cancel() {
+                return f;
+            }
+        }
+        Failure::error(format!("{who}read: {e}"))
+    }
+
     /// Reads all of the current standard input (the decoders, §7.3).
     pub fn read_input(&mut self) -> Result<Vec<u8>, Failure> {
         let mut buf = Vec::new();
-        match io::resolve_input(&self.io) {
-            Some(f) => {
-                let mut r: &File = &f;
-                r.read_to_end(&mut buf)
-                    .map_err(|e| Failure::error(format!("read: {e}")))?;
-            }
-            None => match self.stdin {
-                Stdin::Inherit => {
-                    std::io::stdin()
-                        .lock()
-                        .read_to_end(&mut buf)
-                        .map_err(|e| Failure::error(format!("read: {e}")))?;
-                }
-                Stdin::Null => {}
-            },
-        }
+        self.input()
+            .read_to_end(&mut buf)
+            .map_err(|e| self.read_error("", e))?;
         Ok(buf)
     }
 
@@ -657,12 +680,13 @@ impl Vm {
             own_group: self.own_process_groups,
             sandbox,
         };
-        let cancel = self.mobile.context.cancel.clone();
+        let probe = self.cancel_probe();
+        let cancelled = move || probe.is_set();
         // Read when the cancel lands: the host stores the cause just
         // before it sets the flag.
         let cause_cell = self.cancel_cause.clone();
         let cause = move || crate::exec::cause_of(cause_cell.load(Ordering::Relaxed));
-        process::run(launch, &cancel, &cause, &mut |s, bytes| {
+        process::run(launch, &cancelled, &cause, &mut |s, bytes| {
             let t = match s {
                 Stream::Out => &out_target,
                 Stream::Err => &err_target,
@@ -1088,8 +1112,7 @@ impl Vm {
                 self.restore_last_stage(last);
             }
             let earlier = self.join_stages(run.stages, run.trail_mark);
-            let cancelled = matches!(failure.reason, Reason::Cancelled(_))
-                && self.mobile.context.cancel.load(Ordering::Relaxed);
+            let cancelled = matches!(failure.reason, Reason::Cancelled(_)) && self.cancelled();
             if let (Some(f), false) = (earlier, cancelled) {
                 *failure = f;
             }
@@ -1111,7 +1134,7 @@ impl Vm {
         for stage in stages {
             let mut spins = 0u32;
             while !stage.thread.is_finished() {
-                if self.mobile.context.cancel.load(Ordering::Relaxed) {
+                if self.cancelled() {
                     // The stages share the flag and stop on their own;
                     // wait for them so no thread outlives the run.
                     break;

@@ -97,8 +97,22 @@ pub fn line_count(ctx: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
             format!("cannot read `{path}`: {}", io_reason(&e)),
         )
     };
-    let mut file = File::open(&full).map_err(cannot)?;
-    let n = count_lines(ctx, &mut file).map_err(cannot)??;
+    let file = File::open(&full).map_err(cannot)?;
+    // A fifo can block; its reads wait with polls of the cancel flag.
+    let cancel = ctx.vm().map_or_else(
+        || crate::exec::CancelProbe::of_flag(std::sync::Arc::default()),
+        |vm| vm.cancel_probe(),
+    );
+    let mut reader = crate::waiting::Polled {
+        fd: std::os::fd::AsRawFd::as_raw_fd(&file),
+        inner: &file,
+        cancel,
+    };
+    let counted = count_lines(ctx, &mut reader);
+    if counted.as_ref().is_err_and(crate::waiting::is_cancelled) {
+        ctx.poll()?;
+    }
+    let n = counted.map_err(cannot)??;
     Ok(Value::Int(n))
 }
 
