@@ -91,9 +91,17 @@ fn an_empty_program_exits_0() {
 
 #[test]
 fn arguments_reach_args() {
-    let out = ral(&["-c", "echo !{args}", "a", "-c", "b c"]);
+    // Three arguments, `b c` one of them (the text conversion writes it
+    // raw inside the list, §4.9).
+    let out = ral(&[
+        "-c",
+        "let a = args\necho !{length $a} $a\necho $a[2]",
+        "a",
+        "-c",
+        "b c",
+    ]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    assert_eq!(text(&out.stdout), "[a, -c, 'b c']\n");
+    assert_eq!(text(&out.stdout), "3 [a, -c, b c]\nb c\n");
 
     let path = script(
         "args",
