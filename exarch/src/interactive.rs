@@ -199,10 +199,8 @@ fn profile_names() -> String {
 
 fn show_outcome(outcome: &CommandOutcome) {
     match outcome {
-        CommandOutcome::Compacted(c) => println!(
-            "(compacted: {} → {} tokens; {} outputs evicted, {} messages summarised)",
-            c.before, c.after, c.evicted, c.summarised_messages
-        ),
+        // The compaction's own event has been shown.
+        CommandOutcome::Compacted(_) => {}
         CommandOutcome::ModelSet { model, window } => {
             println!("(model {model}, context window {window} tokens)")
         }
@@ -291,7 +289,11 @@ impl Ui for ChatUi {
             AgentEvent::Usage { .. } => {}
             AgentEvent::Compacted(c) => {
                 self.end_reply();
-                println!("  (context compacted: {} → {} tokens)", c.before, c.after);
+                println!(
+                    "  (context compacted: {} → {} tokens; {} outputs evicted, {} messages \
+                     summarised)",
+                    c.before, c.after, c.evicted, c.summarised_messages
+                );
             }
             AgentEvent::Stuck { waited } => {
                 if waited.as_millis() % 5000 < 20 {

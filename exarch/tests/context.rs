@@ -272,6 +272,14 @@ fn is_turn(seen: &Seen) -> bool {
 /// outputs several times the server's context, the task in every turn,
 /// evictions that can be read back whole, a summary, and the accounting.
 fn assert_finished_the_long_task(r: &Ran) {
+    // The figures, for `--nocapture`.
+    eprintln!(
+        "long task: {} requests ({} refused), {} summaries; context {}",
+        r.seen.len(),
+        r.model.refusals.load(Ordering::SeqCst),
+        r.model.summaries.load(Ordering::SeqCst),
+        r.result["context"]
+    );
     assert_eq!(r.code, Some(0), "{}\n{}", r.stderr, r.result);
     assert_eq!(r.result["result"], format!("finished after {CALLS} calls"));
     assert_eq!(r.model.calls.load(Ordering::SeqCst), CALLS + 1);

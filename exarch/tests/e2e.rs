@@ -866,3 +866,93 @@ fn the_model_picks_the_responses_api_unless_told_otherwise() {
     assert_eq!(out.status.code(), Some(2));
     assert!(server.requests().is_empty());
 }
+
+#[test]
+fn interactive_commands_compact_switch_and_report() {
+    let wire = Wire::Anthropic;
+    let server = FakeServer::start(vec![
+        wire.ral(false, "c1", "seq 1 2000"),
+        wire.ral(false, "c2", "seq 1 2000"),
+        wire.ral(false, "c3", "seq 1 2000"),
+        wire.ral(false, "c4", "seq 1 2000"),
+        wire.ral(false, "c5", "seq 1 2000"),
+        wire.ral(false, "c6", "seq 1 2000"),
+        wire.text(false, "Printed."),
+        // The summary `/compact` asks for.
+        wire.text(false, "Summary: six seq calls printed 1..2000."),
+        wire.text(false, "Now under another model."),
+    ]);
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_exarch"))
+        .args([
+            "--provider",
+            "anthropic",
+            "--no-stream",
+            "--model",
+            "claude-sonnet-4-5",
+        ])
+        .args(["--base-url", &server.url()])
+        .arg("--log-dir")
+        .arg(dir.path().join("logs"))
+        .current_dir(dir.path())
+        .env("ANTHROPIC_API_KEY", SECRET)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        use std::io::Write;
+        let mut stdin = child.stdin.take().unwrap();
+        stdin
+            .write_all(
+                b"print numbers\n/cost\n/context\n/compact\n/context\n/profile confined\n\
+                  /profile nonsense\n/model claude-haiku-4-5\nand again\n/quit\n",
+            )
+            .unwrap();
+    }
+    let r = finish(child, PATIENCE, dir);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let out = &r.stdout;
+    // /cost: seven turns, priced by the table.
+    assert!(out.contains("7 turns, 0 summaries"), "{out}");
+    assert!(out.contains('$'), "{out}");
+    // /context: the table's window for the model.
+    assert!(out.contains("window 200000 tokens (table)"), "{out}");
+    // /compact: the oldest outputs went to files and one summary was made.
+    assert!(out.contains("(context compacted: "), "{out}");
+    assert!(
+        out.contains("3 outputs evicted, 6 messages summarised"),
+        "{out}"
+    );
+    assert!(out.contains("3 outputs evicted, 1 summaries"), "{out}");
+    assert!(
+        out.contains("(profile confined: later calls run under it)"),
+        "{out}"
+    );
+    assert!(
+        out.contains("/profile needs one of: dangerous, reasonable"),
+        "{out}"
+    );
+    assert!(
+        out.contains("(model claude-haiku-4-5, context window 200000 tokens)"),
+        "{out}"
+    );
+    let seen = server.requests();
+    // The summary request carried no tools; the next turn named the new
+    // model, held the summary, and ran under the new profile's prompt.
+    assert!(seen[7].body.get("tools").is_none());
+    let last = &seen[8].body;
+    assert_eq!(last["model"], "claude-haiku-4-5");
+    assert!(last["messages"]
+        .to_string()
+        .contains("[exarch: context summary]"));
+    assert!(last["system"][0]["text"]
+        .as_str()
+        .unwrap()
+        .contains("capability profile `confined`"));
+    let kinds = r.log_kinds();
+    for k in ["context_compacted", "profile_changed", "model_changed"] {
+        assert!(kinds.contains(&k.to_owned()), "{k}: {kinds:?}");
+    }
+}

@@ -397,7 +397,7 @@ impl<'p> Agent<'p> {
             Command::Compact => {
                 CommandOutcome::Compacted(self.compact(CompactReason::Asked, ui, ctl))
             }
-            Command::SetModel(model) => self.set_model(&model, ui),
+            Command::SetModel(model) => self.set_model(&model),
             Command::SetProfile(profile) => self.set_profile(profile, ui),
             Command::Cost => CommandOutcome::Cost(self.cost()),
             Command::Context => CommandOutcome::Context(self.context_status()),
@@ -408,7 +408,7 @@ impl<'p> Agent<'p> {
         }
     }
 
-    fn set_model(&mut self, model: &str, ui: &mut dyn Ui) -> CommandOutcome {
+    fn set_model(&mut self, model: &str) -> CommandOutcome {
         let model = model.trim();
         if model.is_empty() {
             return CommandOutcome::Refused("no model named".to_owned());
@@ -426,11 +426,6 @@ impl<'p> Agent<'p> {
             "model_changed",
             json!({"from": from, "to": model, "window": window, "window_source": source.as_str()}),
         );
-        ui.event(AgentEvent::Notice(format!(
-            "model: {model} (context window {} tokens, {})",
-            context::thousands(window),
-            source.as_str()
-        )));
         CommandOutcome::ModelSet {
             model: model.to_owned(),
             window,
@@ -453,10 +448,6 @@ impl<'p> Agent<'p> {
         self.system = self.cfg.system.render();
         self.log
             .record("profile_changed", json!({ "profile": profile.name() }));
-        ui.event(AgentEvent::Notice(format!(
-            "profile: {} (later calls run under it)",
-            profile.name()
-        )));
         CommandOutcome::ProfileSet { profile }
     }
 
