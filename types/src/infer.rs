@@ -5,9 +5,10 @@
 //! have *value* types. A block literal `{|p q| body}` is `U (A -> B -> C)`.
 //!
 //! Known gaps (typed permissively, never a panic): handler arms know the
-//! arms of the `within` forms that lexically enclose them, not those a
-//! caller's `within` or an `alias` installs at run time (the VM checks
-//! those when they are installed); options that are not a record literal,
+//! arms of the `within` forms that lexically enclose them and the aliases
+//! of the session and of the unit, not those a caller's `within` or an
+//! `alias` with a computed name installs at run time (the VM checks those
+//! when they are installed); options that are not a record literal,
 //! and `grant`'s
 //! `exec`/`fs`/`editor`/`shell`, are typed as ordinary values; the block-argument capture
 //! of §17.5(2) is applied to one arrow level only; a block that uses a later
