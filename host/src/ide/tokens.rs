@@ -54,19 +54,27 @@ pub struct Piece {
 /// The classes of `src`'s pieces, in source order; text with no class
 /// (whitespace, punctuation, plain argument words) is left out.
 pub fn classify(src: &str) -> Vec<Piece> {
-    let lexed = ral_syntax::lexer::lex(src, SourceId(0));
     let parsed = ral_syntax::parse(src, SourceId(0));
+    classify_parsed(src, &parsed.program)
+}
+
+/// [`classify`] for a source already parsed into `program`.
+pub fn classify_parsed(src: &str, program: &Program) -> Vec<Piece> {
+    let lexed = ral_syntax::lexer::lex(src, SourceId(0));
     let mut marks = Marks::default();
-    marks.visit_program(&parsed.program);
+    marks.visit_program(program);
     marks.heads.sort_by_key(|(s, _)| s.start);
     marks.binders.sort_by_key(|s| s.start);
     // An unclosed string is still being typed, not refused.
-    let refused: Vec<Span> = lexed
+    let mut refused: Vec<Span> = lexed
         .diagnostics
         .iter()
         .filter(|d| d.code != ral_syntax::Code::UnclosedString)
         .map(|d| d.primary.span)
         .collect();
+    refused.sort_by_key(|s| s.start);
+    // Tokens come in source order; the refused spans are walked beside them.
+    let mut next_refused = 0;
     let mut out = Vec::with_capacity(lexed.tokens.len());
     for t in &lexed.tokens {
         let text = t.span.text(src);
@@ -123,7 +131,19 @@ pub fn classify(src: &str) -> Vec<Piece> {
             TokenKind::PipePipe => Some(Class::Operator),
             TokenKind::Amp | TokenKind::AmpAmp | TokenKind::Error => Some(Class::Error),
         };
-        let class = if refused.iter().any(|r| overlaps(*r, t.span)) {
+        while refused
+            .get(next_refused)
+            .is_some_and(|r| r.end <= t.span.start && r.start < t.span.start)
+        {
+            next_refused += 1;
+        }
+        let class = if refused
+            .get(next_refused..)
+            .unwrap_or(&[])
+            .iter()
+            .take_while(|r| r.start < t.span.end)
+            .any(|r| overlaps(*r, t.span))
+        {
             Some(Class::Error)
         } else {
             class
