@@ -113,6 +113,13 @@ impl Capabilities {
         Capabilities { layers: Vec::new() }
     }
 
+    /// Whether no layer restricts anything (the root profile): a host may
+    /// then run programs of its own accord, as the REPL's completion does
+    /// to read a command's `--help`.
+    pub fn is_unrestricted(&self) -> bool {
+        self.layers.is_empty()
+    }
+
     /// This profile further restricted by `layer` (built in Rust: its
     /// fields are public, e.g. `Layer { chdir: Some(false), ..Layer::default() }`).
     pub fn with_layer(mut self, layer: Layer) -> Capabilities {

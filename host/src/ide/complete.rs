@@ -42,8 +42,19 @@ pub enum Want {
     Field { var: String, path: Vec<String> },
     /// A command name; `external_only` after `^`.
     Command { external_only: bool },
-    /// A file or directory; `quoted` when the word is an unclosed `'…`.
+    /// A file or directory, or an argument of `command` when the word is
+    /// one; `quoted` when the word is quoted, in whole or in part.
     Path { quoted: bool },
+}
+
+/// The command a word is an argument of.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Invocation {
+    /// The command's name as written (without `^`).
+    pub head: String,
+    /// The arguments before the word being completed, unquoted (a word
+    /// that is not plain text, such as `$x`, is kept as written).
+    pub words: Vec<String>,
 }
 
 /// Where the completed word starts, what was typed of it, and what it is.
@@ -51,9 +62,11 @@ pub enum Want {
 pub struct Site {
     /// The byte offset the replacement starts at.
     pub start: usize,
-    /// The text typed so far, without its `$` or opening quote.
+    /// The text typed so far: without its `$`, and unquoted.
     pub typed: String,
     pub want: Want,
+    /// For an argument word, the command it belongs to.
+    pub command: Option<Invocation>,
 }
 
 /// One candidate: the text that replaces the word, and what a list shows.
@@ -61,7 +74,15 @@ pub struct Site {
 pub struct Candidate {
     pub replacement: String,
     pub display: String,
+    /// The candidate finishes its word (a command, a flag, a file; not a
+    /// directory, which the next completion goes into): a line editor
+    /// adds a space after a unique one.
+    pub complete: bool,
 }
+
+/// What the word being typed may be, for an argument of a command with a
+/// completion spec ([`super::specs`]).
+pub use super::specs::Offer;
 
 /// What completion may offer, supplied by the host.
 pub struct Env<'a> {
@@ -80,6 +101,89 @@ pub struct Env<'a> {
     /// The field names of `$var` indexed by `path`, when its type is a
     /// known record.
     pub fields: &'a dyn Fn(&str, &[String]) -> Vec<String>,
+    /// What an argument of a command may be (its spec, read against the
+    /// words before it), with [`Offer::Run`] already run; `None` offers
+    /// files.
+    pub arguments: Option<&'a Arguments<'a>>,
+}
+
+/// What [`Env::arguments`] is: the offers for a word after a command.
+pub type Arguments<'a> = dyn Fn(&Invocation, &str) -> Vec<Offer> + 'a;
+
+/// Whether a token is a piece of a word (words are runs of glued pieces:
+/// `'dir with space/'file` is one word).
+fn word_piece(kind: TokenKind) -> bool {
+    matches!(
+        kind,
+        TokenKind::Word
+            | TokenKind::RawString { .. }
+            | TokenKind::DqStart
+            | TokenKind::DqText
+            | TokenKind::DqEscape { valid: true }
+            | TokenKind::DqEnd
+    )
+}
+
+/// The text a run of word pieces stands for, and whether any piece is
+/// quoted; `None` when a piece's value cannot be read off its text.
+fn unquote(src: &str, pieces: &[Token]) -> Option<(String, bool)> {
+    let mut out = String::new();
+    let mut quoted = false;
+    for t in pieces {
+        let text = t.span.text(src);
+        match t.kind {
+            TokenKind::Word => out.push_str(text),
+            TokenKind::RawString { hashes, closed } => {
+                quoted = true;
+                let fence = usize::from(hashes);
+                let inner = text.get(fence + 1..)?;
+                let inner = if closed {
+                    inner.get(..inner.len().checked_sub(fence + 1)?)?
+                } else {
+                    inner
+                };
+                out.push_str(inner);
+            }
+            TokenKind::DqStart | TokenKind::DqEnd => quoted = true,
+            TokenKind::DqText => out.push_str(text),
+            TokenKind::DqEscape { valid: true } => match text {
+                "\\\\" => out.push('\\'),
+                "\\\"" => out.push('"'),
+                "\\$" => out.push('$'),
+                "\\t" => out.push('\t'),
+                _ => return None,
+            },
+            TokenKind::Whitespace
+            | TokenKind::Comment
+            | TokenKind::Newline
+            | TokenKind::Semi
+            | TokenKind::DqEscape { valid: false }
+            | TokenKind::Var
+            | TokenKind::VarParen
+            | TokenKind::ExprOpen
+            | TokenKind::Bang
+            | TokenKind::Caret
+            | TokenKind::Tag
+            | TokenKind::Spread
+            | TokenKind::LBrace
+            | TokenKind::RBrace
+            | TokenKind::LBracket
+            | TokenKind::RBracket
+            | TokenKind::LParen
+            | TokenKind::RParen
+            | TokenKind::Pipe
+            | TokenKind::Question
+            | TokenKind::Comma
+            | TokenKind::Colon
+            | TokenKind::Redirect { .. }
+            | TokenKind::Op(_)
+            | TokenKind::Amp
+            | TokenKind::AmpAmp
+            | TokenKind::PipePipe
+            | TokenKind::Error => return None,
+        }
+    }
+    Some((out, quoted))
 }
 
 /// What is being typed at byte offset `pos` of `line` (see the module docs).
@@ -91,17 +195,21 @@ pub fn site(line: &str, pos: usize) -> Site {
         .last()
         .copied()
         .filter(|t| t.span.end as usize == pos);
-    let head_at = |n: usize| command_position(before, &tokens[..n]);
-    let empty = |want| Site {
+    let stage = |n: usize| scan_stage(before, &tokens[..n]);
+    let empty = |want, command| Site {
         start: pos,
         typed: String::new(),
         want,
+        command,
     };
     let Some(last) = last else {
         // Only an empty line has no token ending at the cursor.
-        return empty(Want::Command {
-            external_only: false,
-        });
+        return empty(
+            Want::Command {
+                external_only: false,
+            },
+            None,
+        );
     };
     let n = tokens.len() - 1;
     let text = last.span.text(before);
@@ -111,59 +219,82 @@ pub fn site(line: &str, pos: usize) -> Site {
             start: start + 1,
             typed: text[1..].to_owned(),
             want: Want::Variable,
+            command: None,
         },
-        TokenKind::Error if text == "$" => empty(Want::Variable),
+        TokenKind::Error if text == "$" => empty(Want::Variable, None),
         TokenKind::LBracket => match field_chain(before, &tokens) {
-            Some((var, path)) => empty(Want::Field { var, path }),
-            None => empty(Want::Path { quoted: false }),
+            Some((var, path)) => empty(Want::Field { var, path }, None),
+            None => empty(Want::Path { quoted: false }, None),
         },
-        TokenKind::Word => {
-            let glued_lbracket = n > 0
-                && tokens.get(n - 1).is_some_and(|t| {
-                    t.kind == TokenKind::LBracket && t.span.end == last.span.start
-                });
-            if glued_lbracket {
+        TokenKind::Word
+        | TokenKind::RawString { .. }
+        | TokenKind::DqStart
+        | TokenKind::DqText
+        | TokenKind::DqEscape { valid: true }
+        | TokenKind::DqEnd => {
+            // The whole word: the glued pieces before this one.
+            let mut first = n;
+            while first > 0
+                && tokens.get(first - 1).is_some_and(|t| {
+                    word_piece(t.kind)
+                        && tokens
+                            .get(first)
+                            .is_some_and(|u| t.span.end == u.span.start)
+                })
+            {
+                first -= 1;
+            }
+            let glued_to = |i: usize, kind: TokenKind| {
+                i > 0
+                    && tokens.get(i - 1).is_some_and(|t| {
+                        t.kind == kind && tokens.get(i).is_some_and(|u| t.span.end == u.span.start)
+                    })
+            };
+            if last.kind == TokenKind::Word && first == n && glued_to(n, TokenKind::LBracket) {
                 if let Some((var, path)) = field_chain(before, &tokens[..n]) {
                     return Site {
                         start,
                         typed: text.to_owned(),
                         want: Want::Field { var, path },
+                        command: None,
                     };
                 }
             }
-            let caret = n > 0
-                && tokens
-                    .get(n - 1)
-                    .is_some_and(|t| t.kind == TokenKind::Caret && t.span.end == last.span.start);
-            let pathish = text.contains('/') || text.starts_with('.') || text.starts_with('~');
+            let word_start = tokens.get(first).map_or(start, |t| t.span.start as usize);
+            let Some((typed, quoted)) = unquote(before, &tokens[first..]) else {
+                return empty(Want::Path { quoted: false }, None);
+            };
+            let caret = glued_to(first, TokenKind::Caret);
+            let pathish = typed.contains('/') || typed.starts_with('.') || typed.starts_with('~');
+            let scan = stage(first);
             let want = if caret {
                 Want::Command {
                     external_only: true,
                 }
-            } else if head_at(n) && !pathish {
+            } else if scan.at_head && !pathish && !quoted {
                 Want::Command {
                     external_only: false,
                 }
             } else {
-                Want::Path { quoted: false }
+                Want::Path { quoted }
+            };
+            let command = match want {
+                Want::Path { .. } => scan.invocation,
+                Want::Variable | Want::Field { .. } | Want::Command { .. } => None,
             };
             Site {
-                start,
-                typed: text.to_owned(),
+                start: word_start,
+                typed,
                 want,
+                command,
             }
         }
-        TokenKind::RawString {
-            hashes: 0,
-            closed: false,
-        } => Site {
-            start,
-            typed: text[1..].to_owned(),
-            want: Want::Path { quoted: true },
-        },
-        TokenKind::Caret => empty(Want::Command {
-            external_only: true,
-        }),
+        TokenKind::Caret => empty(
+            Want::Command {
+                external_only: true,
+            },
+            None,
+        ),
         TokenKind::Whitespace
         | TokenKind::Newline
         | TokenKind::Semi
@@ -171,20 +302,20 @@ pub fn site(line: &str, pos: usize) -> Site {
         | TokenKind::Question
         | TokenKind::LBrace
         | TokenKind::PipePipe => {
-            if head_at(tokens.len()) {
-                empty(Want::Command {
-                    external_only: false,
-                })
+            let scan = stage(tokens.len());
+            if scan.at_head {
+                empty(
+                    Want::Command {
+                        external_only: false,
+                    },
+                    None,
+                )
             } else {
-                empty(Want::Path { quoted: false })
+                empty(Want::Path { quoted: false }, scan.invocation)
             }
         }
         TokenKind::Comment
-        | TokenKind::RawString { .. }
-        | TokenKind::DqStart
-        | TokenKind::DqText
-        | TokenKind::DqEscape { .. }
-        | TokenKind::DqEnd
+        | TokenKind::DqEscape { valid: false }
         | TokenKind::VarParen
         | TokenKind::ExprOpen
         | TokenKind::Bang
@@ -200,7 +331,7 @@ pub fn site(line: &str, pos: usize) -> Site {
         | TokenKind::Op(_)
         | TokenKind::Amp
         | TokenKind::AmpAmp
-        | TokenKind::Error => empty(Want::Path { quoted: false }),
+        | TokenKind::Error => empty(Want::Path { quoted: false }, None),
     }
 }
 
@@ -213,59 +344,147 @@ fn floor_boundary(s: &str, pos: usize) -> usize {
     p
 }
 
-/// Whether a word starting after `tokens` would be a command head.
-fn command_position(src: &str, tokens: &[Token]) -> bool {
-    let mut head = true;
+/// The stage a word starting after `tokens` belongs to.
+struct StageScan {
+    /// The word would be the stage's command head.
+    at_head: bool,
+    /// The command (a plain word, or `^word`) the word is an argument of,
+    /// with the arguments before it; `None` after a redirect, whose target
+    /// is a path whatever the command.
+    invocation: Option<Invocation>,
+}
+
+/// Reads the current stage of `tokens`: where it starts (after a newline,
+/// `;`, `|`, `?`, `{`, or a `let`'s `=`), its head and its words.
+fn scan_stage(src: &str, tokens: &[Token]) -> StageScan {
+    let mut words: Vec<(String, bool)> = Vec::new();
+    // The glued pieces of the word being read, and where the last ended.
+    let mut piece_start: Option<usize> = None;
+    let mut after_redirect = false;
     let mut in_let = false;
-    for t in tokens {
+    let mut caret_head = false;
+    let mut depth = 0usize;
+    let flush = |words: &mut Vec<(String, bool)>, from: Option<usize>, to: usize| {
+        if let Some(f) = from {
+            let pieces = tokens.get(f..to).unwrap_or(&[]);
+            let word = match unquote(src, pieces) {
+                Some((w, _)) => (w, true),
+                None => (
+                    pieces.iter().map(|t| t.span.text(src)).collect::<String>(),
+                    false,
+                ),
+            };
+            words.push(word);
+        }
+    };
+    for (i, t) in tokens.iter().enumerate() {
+        let glued = i > 0
+            && tokens
+                .get(i - 1)
+                .is_some_and(|p| p.span.end == t.span.start);
         match t.kind {
-            TokenKind::Whitespace | TokenKind::Comment => {}
+            TokenKind::Whitespace | TokenKind::Comment => {
+                flush(&mut words, piece_start.take(), i);
+            }
             TokenKind::Newline
             | TokenKind::Semi
             | TokenKind::Pipe
             | TokenKind::PipePipe
             | TokenKind::Question
-            | TokenKind::LBrace => {
-                head = true;
+            | TokenKind::LBrace
+                if depth == 0 || t.kind == TokenKind::LBrace =>
+            {
+                piece_start = None;
+                words.clear();
+                after_redirect = false;
                 in_let = false;
+                caret_head = false;
+                depth = 0;
             }
-            TokenKind::Word => {
-                let w = t.span.text(src);
-                if head {
-                    head = false;
-                    in_let = w == "let";
-                } else if in_let && w == "=" {
-                    head = true;
-                    in_let = false;
+            TokenKind::LBracket | TokenKind::ExprOpen | TokenKind::LParen => {
+                if piece_start.is_none() {
+                    piece_start = Some(i);
                 }
+                depth += 1;
             }
-            TokenKind::RawString { .. }
+            TokenKind::RBracket | TokenKind::RParen => {
+                if piece_start.is_none() {
+                    piece_start = Some(i);
+                }
+                depth = depth.saturating_sub(1);
+            }
+            _ if depth > 0 => {}
+            TokenKind::Redirect { .. } => {
+                flush(&mut words, piece_start.take(), i);
+                after_redirect = true;
+            }
+            TokenKind::Caret if words.is_empty() && piece_start.is_none() => caret_head = true,
+            kind @ (TokenKind::Word
+            | TokenKind::RawString { .. }
             | TokenKind::DqStart
             | TokenKind::DqText
             | TokenKind::DqEscape { .. }
             | TokenKind::DqEnd
             | TokenKind::Var
             | TokenKind::VarParen
-            | TokenKind::ExprOpen
             | TokenKind::Bang
             | TokenKind::Caret
             | TokenKind::Tag
             | TokenKind::Spread
             | TokenKind::RBrace
-            | TokenKind::LBracket
-            | TokenKind::RBracket
-            | TokenKind::LParen
-            | TokenKind::RParen
             | TokenKind::Comma
             | TokenKind::Colon
-            | TokenKind::Redirect { .. }
             | TokenKind::Op(_)
             | TokenKind::Amp
             | TokenKind::AmpAmp
-            | TokenKind::Error => head = false,
+            | TokenKind::Error
+            | TokenKind::Newline
+            | TokenKind::Semi
+            | TokenKind::Pipe
+            | TokenKind::PipePipe
+            | TokenKind::Question
+            | TokenKind::LBrace) => {
+                let starts_word = piece_start.is_none() || !glued;
+                if starts_word {
+                    flush(&mut words, piece_start.take(), i);
+                    piece_start = Some(i);
+                }
+                // `let … =` starts a new command position.
+                if kind == TokenKind::Word && starts_word {
+                    let w = t.span.text(src);
+                    if words.is_empty() && w == "let" {
+                        in_let = true;
+                    } else if in_let && w == "=" {
+                        piece_start = None;
+                        words.clear();
+                        in_let = false;
+                        caret_head = false;
+                        after_redirect = false;
+                    }
+                }
+            }
         }
     }
-    head
+    flush(&mut words, piece_start.take(), tokens.len());
+    let at_head = words.is_empty() && !in_let;
+    let invocation = match words.split_first() {
+        Some(((head, true), rest)) if !after_redirect && !in_let && depth == 0 => {
+            let plain = caret_head || ral_vm::quote::is_bare_word(head) || is_reserved_word(head);
+            plain.then(|| Invocation {
+                head: head.clone(),
+                words: rest.iter().map(|(w, _)| w.clone()).collect(),
+            })
+        }
+        Some(_) | None => None,
+    };
+    StageScan {
+        at_head,
+        invocation,
+    }
+}
+
+fn is_reserved_word(w: &str) -> bool {
+    ral_syntax::ast::is_reserved(w)
 }
 
 /// For tokens ending in `$var[` or `$var[a][b][` (glued together), the
@@ -313,6 +532,7 @@ pub fn candidates(site: &Site, env: &Env<'_>) -> Vec<Candidate> {
             .map(|n| Candidate {
                 replacement: n.clone(),
                 display: n,
+                complete: true,
             })
             .collect()
     };
@@ -329,6 +549,7 @@ pub fn candidates(site: &Site, env: &Env<'_>) -> Vec<Candidate> {
                 .map(|n| Candidate {
                     display: format!("${n}"),
                     replacement: n,
+                    complete: true,
                 })
                 .collect()
         }
@@ -339,21 +560,69 @@ pub fn candidates(site: &Site, env: &Env<'_>) -> Vec<Candidate> {
                 .map(|f| Candidate {
                     replacement: word(&f),
                     display: f,
+                    complete: false,
                 })
                 .collect()
         }
-        Want::Command { external_only } => {
-            let mut names: Vec<String> = env.executables.to_vec();
-            if !external_only {
-                names.extend(env.builtins.iter().cloned());
-                names.extend(env.bindings.iter().filter(|n| !n.starts_with('_')).cloned());
-                names.extend(env.aliases.iter().cloned());
-                names.extend(KEYWORDS.iter().map(|k| (*k).to_owned()));
+        Want::Command { external_only } => plain(command_names(env, *external_only)),
+        Want::Path { quoted } => {
+            let offers = match (&site.command, env.arguments) {
+                (Some(inv), Some(arguments)) => arguments(inv, &site.typed),
+                _ => vec![Offer::Files],
+            };
+            let mut out = Vec::new();
+            let mut words: Vec<super::specs::Word> = Vec::new();
+            let (mut files, mut dirs, mut commands) = (false, false, false);
+            for o in offers {
+                match o {
+                    Offer::Words(w) => words.extend(w),
+                    Offer::Files => files = true,
+                    Offer::Directories => dirs = true,
+                    Offer::Commands => commands = true,
+                    // The host runs these; one left here offers nothing.
+                    Offer::Run(_) => {}
+                }
             }
-            plain(names)
+            if !words.is_empty() {
+                out.extend(
+                    rank_by(&site.typed, words, |w| w.text.as_str())
+                        .into_iter()
+                        .map(|w| Candidate {
+                            replacement: if *quoted {
+                                quote_word(&w.text)
+                            } else {
+                                word(&w.text)
+                            },
+                            complete: !w.text.ends_with('='),
+                            display: if w.description.is_empty() {
+                                w.text
+                            } else {
+                                format!("{}  ({})", w.text, w.description)
+                            },
+                        }),
+                );
+            }
+            if commands {
+                out.extend(plain(command_names(env, false)));
+            }
+            if files || dirs {
+                out.extend(path_candidates(&site.typed, *quoted, env, !files));
+            }
+            out
         }
-        Want::Path { quoted } => path_candidates(&site.typed, *quoted, env),
     }
+}
+
+/// Everything a command word may name.
+fn command_names(env: &Env<'_>, external_only: bool) -> Vec<String> {
+    let mut names: Vec<String> = env.executables.to_vec();
+    if !external_only {
+        names.extend(env.builtins.iter().cloned());
+        names.extend(env.bindings.iter().filter(|n| !n.starts_with('_')).cloned());
+        names.extend(env.aliases.iter().cloned());
+        names.extend(KEYWORDS.iter().map(|k| (*k).to_owned()));
+    }
+    names
 }
 
 /// A name as a ral word.
@@ -363,7 +632,15 @@ fn word(s: &str) -> String {
     out
 }
 
-fn path_candidates(typed: &str, quoted: bool, env: &Env<'_>) -> Vec<Candidate> {
+/// A name as a quoted ral word.
+fn quote_word(s: &str) -> String {
+    let mut out = String::new();
+    ral_vm::quote::write_ral_quoted(&mut out, s, ral_vm::quote::Lines::Literal);
+    out
+}
+
+/// The files (or only the directories) the typed path may go on to.
+fn path_candidates(typed: &str, quoted: bool, env: &Env<'_>, dirs_only: bool) -> Vec<Candidate> {
     let (dir_typed, file) = match typed.rfind('/') {
         Some(i) => typed.split_at(i + 1),
         None if typed == "~" => ("~/", ""),
@@ -384,6 +661,9 @@ fn path_candidates(typed: &str, quoted: bool, env: &Env<'_>) -> Vec<Candidate> {
                 return None;
             }
             let is_dir = std::fs::metadata(e.path()).is_ok_and(|m| m.is_dir());
+            if dirs_only && !is_dir {
+                return None;
+            }
             Some((name, is_dir))
         })
         .collect();
@@ -395,6 +675,7 @@ fn path_candidates(typed: &str, quoted: bool, env: &Env<'_>) -> Vec<Candidate> {
             Candidate {
                 replacement: path_word(&full, quoted, env.home),
                 display: format!("{name}{slash}"),
+                complete: !is_dir,
             }
         })
         .collect()
@@ -619,6 +900,7 @@ mod tests {
             cwd: &dir,
             home: Some(&dir),
             fields: &fields,
+            arguments: None,
         };
         let c = |line: &str| names(candidates(&at(line), &env));
         assert_eq!(c("echo $co"), vec!["config", "count"]);
@@ -641,6 +923,87 @@ mod tests {
     }
 
     #[test]
+    fn quoted_words_and_the_command_they_belong_to() {
+        // A quoted word is read whole and unquoted, and replaced whole.
+        let s = at("ls 'dir with space/'");
+        assert_eq!((s.start, s.typed.as_str()), (3, "dir with space/"));
+        assert_eq!(s.want, Want::Path { quoted: true });
+        let s = at("ls 'dir with space/'fi");
+        assert_eq!((s.start, s.typed.as_str()), (3, "dir with space/fi"));
+        let s = at("cat \"a b/c");
+        assert_eq!((s.start, s.typed.as_str()), (4, "a b/c"));
+        // The command and the arguments before the word.
+        let inv = |line: &str| at(line).command.map(|i| (i.head, i.words));
+        let owned = |v: &[&str]| v.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+        assert_eq!(inv("git ch"), Some(("git".into(), vec![])));
+        assert_eq!(
+            inv("git -C 'my repo' log --"),
+            Some(("git".into(), owned(&["-C", "my repo", "log"])))
+        );
+        assert_eq!(inv("ls | cargo b"), Some(("cargo".into(), vec![])));
+        assert_eq!(inv("let x = git "), Some(("git".into(), vec![])));
+        assert_eq!(inv("^git ch"), Some(("git".into(), vec![])));
+        assert_eq!(inv("if $ok { cd sr"), Some(("cd".into(), vec![])));
+        // A redirect's target is a path, whatever the command.
+        assert_eq!(inv("git log > ou"), None);
+        assert_eq!(inv("echo $cfg [ho"), None);
+        // The command word itself has no command.
+        assert_eq!(inv("gi"), None);
+    }
+
+    #[test]
+    fn arguments_come_from_the_spec() {
+        let dir = scratch("args");
+        std::fs::create_dir_all(dir.join("dir with space/inner")).ok();
+        std::fs::write(dir.join("dir with space/file.txt"), "").ok();
+        std::fs::create_dir_all(dir.join("src")).ok();
+        std::fs::write(dir.join("notes.txt"), "").ok();
+        let fields = |_: &str, _: &[String]| Vec::new();
+        let arguments =
+            |inv: &Invocation, typed: &str| match super::super::specs::shipped(&inv.head) {
+                Some(spec) => super::super::specs::offers(spec, &inv.words, typed),
+                None => vec![Offer::Files],
+            };
+        let env = Env {
+            bindings: &[],
+            aliases: &[],
+            executables: &["cargo".to_owned()],
+            builtins: &[],
+            cwd: &dir,
+            home: None,
+            fields: &fields,
+            arguments: Some(&arguments),
+        };
+        let c = |line: &str| candidates(&at(line), &env);
+        // `cd` offers directories only.
+        assert_eq!(names(c("cd ")), vec!["'dir with space/'", "src/"]);
+        assert_eq!(
+            names(c("ls ")),
+            vec!["'dir with space/'", "notes.txt", "src/"]
+        );
+        // Into a quoted directory just completed.
+        assert_eq!(
+            names(c("ls 'dir with space/'")),
+            vec!["'dir with space/file.txt'", "'dir with space/inner/'"]
+        );
+        assert_eq!(
+            names(c("cd 'dir with space/'")),
+            vec!["'dir with space/inner/'"]
+        );
+        // Subcommands and flags from a shipped spec.
+        let git = names(c("git ch"));
+        assert_eq!(git, vec!["checkout", "cherry-pick"]);
+        assert!(names(c("cargo b")).contains(&"build".to_owned()));
+        let flags = names(c("cargo build --rel"));
+        assert_eq!(flags, vec!["--release"]);
+        // Which candidates finish their word.
+        let done: Vec<bool> = c("ls ").iter().map(|c| c.complete).collect();
+        assert_eq!(done, vec![false, true, false]);
+        assert!(c("git checko").iter().all(|c| c.complete));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
     fn fields_of_a_record_scheme() {
         let scheme =
             ral_types::parse_scheme("Returns [host: String, db: [name: String, port: Integer]]")
@@ -650,7 +1013,7 @@ mod tests {
         let t = store.instantiate(&scheme);
         let value = match store.view(store.find_imm(t)) {
             TyView::Con(Con::Returns { value, .. }) => value,
-            other => panic!("{other:?}"),
+            other @ (TyView::Con(_) | TyView::Var(..)) => panic!("{other:?}"),
         };
         assert_eq!(record_fields(&mut store, value, &[]), vec!["host", "db"]);
         assert_eq!(

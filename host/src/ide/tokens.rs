@@ -211,6 +211,62 @@ impl Visitor for Marks {
     }
 }
 
+/// What is wrong in a line being typed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Problem {
+    /// A parse error.
+    Syntax,
+    /// A `$name` bound nowhere: not in the session (`env`), not earlier in
+    /// the line.
+    Unbound,
+}
+
+/// What is wrong in `src` (parsed into `parsed`) while it is being typed,
+/// by span: its parse errors, leaving out an unclosed delimiter or string
+/// (typing on closes them) and errors at its very end (where the next
+/// word goes), and the names the checker finds bound nowhere, checking it
+/// against `env`.
+pub fn problems(
+    src: &str,
+    parsed: &ral_syntax::Parsed,
+    env: &ral_types::TypeEnv,
+) -> Vec<(Span, Problem)> {
+    let mut out: Vec<(Span, Problem)> = parsed
+        .diagnostics
+        .iter()
+        .filter(|d| {
+            d.severity == ral_syntax::Severity::Error
+                && !matches!(
+                    d.code,
+                    ral_syntax::Code::UnclosedDelimiter | ral_syntax::Code::UnclosedString
+                )
+                && d.primary.span.start < d.primary.span.end
+                && (d.primary.span.start as usize) < src.trim_end().len()
+        })
+        .map(|d| (d.primary.span, Problem::Syntax))
+        .collect();
+    // The checker is pure; a bug in it must not end the line editor.
+    let checked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        ral_types::check_program(
+            &parsed.program,
+            SourceId(0),
+            env,
+            &ral_types::CheckOptions { is_script: false },
+        )
+    }));
+    if let Ok(checked) = checked {
+        out.extend(
+            checked
+                .diagnostics
+                .iter()
+                .filter(|d| d.code == ral_syntax::Code::UnboundName)
+                .map(|d| (d.primary.span, Problem::Unbound)),
+        );
+    }
+    out.sort_by_key(|(s, _)| s.start);
+    out
+}
+
 /// The bare command heads of `program` with their spans (for callers that
 /// want to judge each head, such as the REPL's unknown-command colour).
 pub fn heads(program: &Program) -> Vec<(Span, String)> {
@@ -274,6 +330,29 @@ mod tests {
         assert!(got.contains(&("`ok".into(), Class::Tag)), "{got:?}");
         assert!(got.contains(&("return".into(), Class::Keyword)), "{got:?}");
         assert!(got.contains(&("&&".into(), Class::Error)), "{got:?}");
+    }
+
+    #[test]
+    fn problems_while_typing() {
+        let show = |src: &str, env: &ral_types::TypeEnv| -> Vec<(String, Problem)> {
+            let parsed = ral_syntax::parse(src, SourceId(0));
+            problems(src, &parsed, env)
+                .into_iter()
+                .map(|(s, p)| (s.text(src).to_owned(), p))
+                .collect()
+        };
+        let env = ral_types::TypeEnv::new();
+        assert_eq!(
+            show("echo $nowhere", &env),
+            vec![("$nowhere".to_owned(), Problem::Unbound)]
+        );
+        assert!(show("let x = 1; echo $x", &env).is_empty());
+        // Still being typed: nothing is wrong yet.
+        assert!(show("echo [1, 2", &env).is_empty());
+        assert!(show("echo 'abc", &env).is_empty());
+        assert!(show("let x = ", &env).is_empty());
+        let got = show("echo ) done", &env);
+        assert_eq!(got, vec![(")".to_owned(), Problem::Syntax)], "{got:?}");
     }
 
     #[test]

@@ -394,6 +394,13 @@ impl Analysis {
             fields_in(&self.checked, *t, path)
         };
         let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+        // The shipped specs, without running their generators.
+        let arguments = |inv: &ide::Invocation, typed: &str| -> Vec<ide::Offer> {
+            match ide::specs::shipped(&inv.head) {
+                Some(spec) => ide::specs::offers(spec, &inv.words, typed),
+                None => vec![ide::Offer::Files],
+            }
+        };
         let env = ide::Env {
             bindings: &bindings,
             aliases: &[],
@@ -402,6 +409,7 @@ impl Analysis {
             cwd: dir,
             home: home.as_deref(),
             fields: &fields,
+            arguments: Some(&arguments),
         };
         let table = ral_types::builtin_table();
         let mut all = ide::candidates(&site, &env);

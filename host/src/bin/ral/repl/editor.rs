@@ -7,24 +7,38 @@
 //! action: exactly a guarded keybinding (§15.6). Its hinter runs after
 //! every change, which is where `buffer-change` hooks run, and its file
 //! history appends under a lock. What it does, this module does not
-//! re-do: line editing, the completion list, history search, the history
-//! file.
+//! re-do: line editing, the completion list, the history file, leaving out
+//! entries typed with a leading space (`history_ignore_space`), taking a
+//! hint (`Cmd::CompleteHint`).
 //!
 //! - **Completion** ([`ral_host::ide::complete`]): variables after `$`,
 //!   record fields after `$name[` from the binding's inferred type,
 //!   commands (builtins, prelude, bindings, aliases, keywords, `PATH`),
-//!   paths from the logical working directory; fuzzy, ties alphabetical;
-//!   Tab extends to the common prefix, a second Tab lists.
+//!   paths from the logical working directory, read whole when quoted
+//!   (`'dir with space/'` then Tab lists that directory); the arguments of
+//!   a command from its completion spec ([`external`]: subcommands, flags,
+//!   directories only after `cd`, a generator's words, or what its
+//!   `--help` lists). Fuzzy, ties alphabetical; Tab extends to the common
+//!   prefix and lists the candidates at once; a unique candidate that
+//!   finishes its word (not a directory) is followed by a space.
 //! - **Colour** ([`ral_host::ide::tokens`], the real lexer): commands blue,
 //!   an unknown command red, keywords magenta, strings green, variables
 //!   cyan, numbers yellow, comments grey, refused text red underlined;
-//!   a plugin's `_ed-highlight` spans on top.
+//!   while typing, a `$name` bound nowhere red and a parse error red
+//!   underlined ([`ral_host::ide::tokens::problems`]); a plugin's
+//!   `_ed-highlight` spans on top.
 //! - **Hints**: a plugin's ghost text (`_ed-ghost`), else the newest
-//!   history entry the line is a prefix of, in grey; Right at the end of
-//!   the line takes it.
+//!   history entry the line is a prefix of, in grey. At the end of the
+//!   line Right, End, Ctrl-E and Ctrl-F take it, Alt-F one word of it.
 //! - **History**: `history` in the configuration directory (the legacy
 //!   `~/.ral_history` when only that exists), appended entry by entry
-//!   under rustyline's file lock, consecutive duplicates dropped.
+//!   under rustyline's file lock, consecutive duplicates dropped, entries
+//!   typed with a leading space left out. Up and Down search the entries
+//!   that start with the text left of the cursor (rustyline's
+//!   `HistorySearchBackward`: the cursor stays where the typed text ends,
+//!   so Up again goes on with the same prefix); from an empty line they
+//!   walk every entry, the cursor at the end ([`HistorySearch`] tells the
+//!   two apart). In a multi-line entry they move between its lines first.
 
 use std::borrow::Cow;
 use std::collections::HashSet;
@@ -45,6 +59,7 @@ use rustyline::{
     KeyCode, KeyEvent, Modifiers, Movement, RepeatCount,
 };
 
+use super::external::Arguments;
 use super::{is_incomplete, prompt, report, run_entry, Session, Settings, DEFAULT_WIDTH};
 use crate::{EXIT_FAILURE, EXIT_OK};
 
@@ -62,8 +77,10 @@ pub fn run(
     let cfg = Config::builder()
         .max_history_size(HISTORY_SIZE)?
         .history_ignore_dups(true)?
+        .history_ignore_space(true)
         .auto_add_history(false)
         .completion_type(CompletionType::List)
+        .completion_show_all_if_ambiguous(true)
         .edit_mode(if settings.vi {
             EditMode::Vi
         } else {
@@ -77,16 +94,34 @@ pub fn run(
         .build();
     let mut editor: RalEditor = Editor::with_config(cfg)?;
     let accepted = Arc::new(Mutex::new(None));
+    let may_run = session.shell().capability_ceiling().is_unrestricted();
+    let arguments = Arguments::new(
+        config.map(Path::to_path_buf),
+        super::external::cache_dir(),
+        may_run,
+    );
     editor.set_helper(Some(RalHelper {
         session: session.clone(),
         hinter: HistoryHinter::new(),
         executables: Mutex::new(None),
+        arguments,
     }));
     let mut history = History::open(&mut editor, config);
+    let search = Arc::new(Mutex::new(HistorySearch::default()));
     let mut bound: (u64, HashSet<Key>) = (u64::MAX, HashSet::new());
+    let keys = KeyContext {
+        session: session.clone(),
+        accepted: accepted.clone(),
+        search: search.clone(),
+    };
+    for key in EDITOR_KEYS {
+        bound.1.insert(*key);
+        bind(&mut editor, &keys, *key);
+    }
     loop {
-        bind_keys(&mut editor, session, &accepted, &mut bound, settings.vi);
+        bind_keys(&mut editor, session, &keys, &mut bound);
         let hist: Vec<String> = editor.history().iter().cloned().collect();
+        lock(&search).reset(hist.clone());
         let keymap = if settings.vi { "vi" } else { "emacs" };
         session.inter.set_editor_context(Arc::new(hist), keymap);
         let pushed = session.inter.new_line();
@@ -96,6 +131,9 @@ pub fn run(
             None => editor.readline(&prompt),
         };
         report(session.inter.take_notices());
+        if let Some(h) = editor.helper() {
+            report(h.arguments.take_notices());
+        }
         match read {
             Ok(line) => {
                 // A keybinding that rewrote the line and accepted it.
@@ -133,6 +171,8 @@ struct RalHelper {
     hinter: HistoryHinter,
     /// The executables on `PATH`, for the `PATH` value they came from.
     executables: Mutex<Option<(String, Arc<Vec<String>>)>>,
+    /// The arguments of commands (specs, `--help`, generators).
+    arguments: Arguments,
 }
 
 impl RalHelper {
@@ -157,6 +197,17 @@ impl RalHelper {
                 .executables(&names.path)
                 .binary_search_by(|e| e.as_str().cmp(name))
                 .is_ok()
+    }
+
+    /// Whether `name` is one of the session's own commands (a binding, an
+    /// alias, a builtin), whose `--help` is not a program's.
+    fn is_ral_name(&self, name: &str, names: &Names) -> bool {
+        names
+            .bindings
+            .binary_search_by(|n| n.as_str().cmp(name))
+            .is_ok()
+            || names.aliases.iter().any(|n| n == name)
+            || names.builtins.iter().any(|n| n == name)
     }
 
     fn names(&self) -> Names {
@@ -213,6 +264,11 @@ impl Completer for RalHelper {
                 .map(|e| ide::scheme_fields(&e.scheme, path))
                 .unwrap_or_default()
         };
+        let arguments = |inv: &ide::Invocation, typed: &str| {
+            let ral_name = self.is_ral_name(&inv.head, &names);
+            self.arguments
+                .offers(inv, typed, &names.cwd, &names.path, ral_name)
+        };
         let env = ide::Env {
             bindings: &names.bindings,
             aliases: &names.aliases,
@@ -221,12 +277,26 @@ impl Completer for RalHelper {
             cwd: &names.cwd,
             home: home.as_deref(),
             fields: &fields,
+            arguments: Some(&arguments),
         };
-        let pairs = ide::candidates(&site, &env)
+        let found = ide::candidates(&site, &env);
+        // A unique candidate that finishes its word is followed by a
+        // space, unless one is already there.
+        let space = found.len() == 1
+            && found.iter().all(|c| c.complete)
+            && !line
+                .get(pos..)
+                .unwrap_or("")
+                .starts_with(char::is_whitespace);
+        let pairs = found
             .into_iter()
             .map(|c| Pair {
                 display: c.display,
-                replacement: c.replacement,
+                replacement: if space {
+                    format!("{} ", c.replacement)
+                } else {
+                    c.replacement
+                },
             })
             .collect();
         Ok((site.start, pairs))
@@ -312,8 +382,9 @@ impl Highlighter for RalHelper {
             return Cow::Borrowed(line);
         }
         let names = self.names();
+        let parsed = ral_syntax::parse(line, ral_syntax::SourceId(0));
         let mut pieces: Vec<(usize, usize, &str)> = Vec::new();
-        for p in ide::classify(line) {
+        for p in ide::tokens::classify_parsed(line, &parsed.program) {
             let (s, e) = (p.span.start as usize, p.span.end as usize);
             let code = match p.class {
                 Class::Command => {
@@ -326,6 +397,18 @@ impl Highlighter for RalHelper {
                 }
                 c => sgr(c),
             };
+            pieces.push((s, e, code));
+        }
+        // What is wrong so far replaces what it covers: an unbound name in
+        // red, a parse error red and underlined.
+        let env = self.session.shell().type_env().clone();
+        for (span, problem) in ide::tokens::problems(line, &parsed, &env) {
+            let (s, e) = (span.start as usize, span.end as usize);
+            let code = match problem {
+                ide::tokens::Problem::Unbound => "31",
+                ide::tokens::Problem::Syntax => "4;31",
+            };
+            pieces.retain(|(ps, pe, _)| *pe <= s || *ps >= e);
             pieces.push((s, e, code));
         }
         // A plugin's spans (in characters) replace what they cover.
@@ -389,56 +472,157 @@ fn key_event(key: Key) -> KeyEvent {
     }
 }
 
+/// The keys this editor gives more than rustyline's meaning (see the
+/// module docs); a plugin's binding of one is asked first.
+const EDITOR_KEYS: &[Key] = &[
+    Key::Up,
+    Key::Down,
+    Key::End,
+    Key::Ctrl('e'),
+    Key::Ctrl('f'),
+    Key::Alt('f'),
+];
+
+/// What every key handler shares.
+#[derive(Clone)]
+struct KeyContext {
+    session: Arc<Session>,
+    accepted: Arc<Mutex<Option<String>>>,
+    search: Arc<Mutex<HistorySearch>>,
+}
+
+fn bind(editor: &mut RalEditor, keys: &KeyContext, key: Key) {
+    let handler = KeyHandler {
+        key,
+        keys: keys.clone(),
+    };
+    editor.bind_sequence(key_event(key), EventHandler::Conditional(Box::new(handler)));
+}
+
 /// Binds every key a plugin binds, when the table changed.
 fn bind_keys(
     editor: &mut RalEditor,
     session: &Arc<Session>,
-    accepted: &Arc<Mutex<Option<String>>>,
+    keys: &KeyContext,
     bound: &mut (u64, HashSet<Key>),
-    vi: bool,
 ) {
-    let (epoch, keys) = session.inter.bound_keys();
+    let (epoch, plugin_keys) = session.inter.bound_keys();
     if epoch == bound.0 {
         return;
     }
     bound.0 = epoch;
-    for key in keys {
+    for key in plugin_keys {
         if bound.1.insert(key) {
-            let handler = KeyHandler {
-                key,
-                session: session.clone(),
-                accepted: accepted.clone(),
-                vi,
-            };
-            editor.bind_sequence(key_event(key), EventHandler::Conditional(Box::new(handler)));
+            bind(editor, keys, key);
         }
     }
 }
 
-/// One bound key: asks the plugins' table, else lets the editor act.
+/// One bound key: asks the plugins' table, then this editor's own meaning
+/// of the key, else lets rustyline act.
 struct KeyHandler {
     key: Key,
-    session: Arc<Session>,
-    accepted: Arc<Mutex<Option<String>>>,
-    vi: bool,
+    keys: KeyContext,
 }
 
 impl ConditionalEventHandler for KeyHandler {
     fn handle(&self, _: &Event, _: RepeatCount, _: bool, ctx: &EventContext) -> Option<Cmd> {
         let (line, pos) = (ctx.line().to_owned(), ctx.pos());
-        let _ = self.vi;
-        let outcome: KeyOutcome = {
-            let mut shell = self.session.shell();
-            self.session
-                .inter
-                .keybinding(&mut shell, self.key, &line, pos)?
+        let session = &self.keys.session;
+        let outcome: Option<KeyOutcome> = {
+            let mut shell = session.shell();
+            session.inter.keybinding(&mut shell, self.key, &line, pos)
         };
-        self.session.inter.note(outcome.reports);
-        if outcome.accept {
-            *lock(&self.accepted) = Some(outcome.text);
-            return Some(Cmd::AcceptLine);
+        if let Some(outcome) = outcome {
+            session.inter.note(outcome.reports);
+            if outcome.accept {
+                *lock(&self.keys.accepted) = Some(outcome.text);
+                return Some(Cmd::AcceptLine);
+            }
+            return Some(edit_command(&line, pos, &outcome.text, outcome.cursor));
         }
-        Some(edit_command(&line, pos, &outcome.text, outcome.cursor))
+        let at_end = pos == line.len();
+        let hint = ctx.hint_text().filter(|h| at_end && !h.is_empty());
+        match self.key {
+            Key::End | Key::Ctrl('e' | 'f') => hint.map(|_| Cmd::CompleteHint),
+            Key::Alt('f') => hint.map(|h| Cmd::Insert(1, first_word(h).to_owned())),
+            Key::Up => {
+                if line.get(..pos).unwrap_or("").contains('\n') {
+                    return None;
+                }
+                Some(lock(&self.keys.search).older(&line))
+            }
+            Key::Down => {
+                if line.get(pos..).unwrap_or("").contains('\n') {
+                    return None;
+                }
+                Some(lock(&self.keys.search).newer(&line))
+            }
+            Key::Tab
+            | Key::Enter
+            | Key::Escape
+            | Key::Left
+            | Key::Right
+            | Key::Home
+            | Key::Delete
+            | Key::Backspace
+            | Key::F(_)
+            | Key::Char(_)
+            | Key::Ctrl(_)
+            | Key::Alt(_) => None,
+        }
+    }
+}
+
+/// The first word of a hint, with the blanks before it: what Alt-F takes.
+fn first_word(hint: &str) -> &str {
+    let blanks = hint.len() - hint.trim_start().len();
+    let word = hint[blanks..]
+        .find(char::is_whitespace)
+        .map_or(hint.len(), |i| blanks + i);
+    &hint[..word]
+}
+
+/// Whether Up and Down are walking the whole history (they began on an
+/// empty line) rather than the entries that start with the typed prefix.
+#[derive(Default)]
+struct HistorySearch {
+    /// The history's entries.
+    entries: HashSet<String>,
+    /// The walk began on an empty line.
+    plain: bool,
+}
+
+impl HistorySearch {
+    /// A new prompt: the history as it now is, no walk.
+    fn reset(&mut self, entries: Vec<String>) {
+        self.entries = entries.into_iter().collect();
+        self.plain = false;
+    }
+
+    /// Up on a line with no line break before the cursor.
+    fn older(&mut self, line: &str) -> Cmd {
+        if line.is_empty() {
+            self.plain = true;
+        } else if !(self.plain && self.entries.contains(line)) {
+            // Typed or edited text: search by it.
+            self.plain = false;
+        }
+        if self.plain {
+            Cmd::PreviousHistory
+        } else {
+            Cmd::HistorySearchBackward
+        }
+    }
+
+    /// Down on a line with no line break after the cursor.
+    fn newer(&mut self, line: &str) -> Cmd {
+        if self.plain && self.entries.contains(line) {
+            Cmd::NextHistory
+        } else {
+            self.plain = false;
+            Cmd::HistorySearchForward
+        }
     }
 }
 

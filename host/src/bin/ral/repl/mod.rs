@@ -28,6 +28,7 @@
 //!   before it failed: nothing here says or implies a rollback (seed 004).
 
 mod editor;
+mod external;
 mod startup;
 
 use std::io::{self, BufRead, IsTerminal, Write};
