@@ -6,8 +6,9 @@
 //! directory (re-read when it changes; a spec that does not read is
 //! reported once and passed over), the specs shipped with ral, and, for
 //! any other program on `PATH`, a spec read from its `--help` text. That
-//! text is got by running `PROGRAM --help` with no input, in its own
-//! process group, for at most [`HELP_LIMIT`]; the spec (or the finding
+//! text is got, when a flag is being completed (a word starting with
+//! `-`), by running `PROGRAM --help` with no input, in its own process
+//! group, for at most [`HELP_LIMIT`]; the spec (or the finding
 //! that there is none) is cached by the program's path and modification
 //! time, in memory and in `help/` under the cache directory
 //! (`$XDG_CACHE_HOME/ral`, else `~/.cache/ral`), so a program is asked
@@ -126,7 +127,11 @@ impl Arguments {
         path_var: &str,
         ral_name: bool,
     ) -> Vec<Offer> {
-        let Some(spec) = self.spec(&inv.head, cwd, path_var, ral_name) else {
+        // `--help` runs only when a flag is being completed: a program
+        // that does not know the flag (a script of the user's) may do
+        // something else with it, and asking for flags is asking for that.
+        let may_ask = typed.starts_with('-');
+        let Some(spec) = self.spec(&inv.head, cwd, path_var, ral_name, may_ask) else {
             return vec![Offer::Files];
         };
         specs::offers(&spec, &inv.words, typed)
@@ -140,7 +145,14 @@ impl Arguments {
             .collect()
     }
 
-    fn spec(&self, head: &str, cwd: &Path, path_var: &str, ral_name: bool) -> Option<Found> {
+    fn spec(
+        &self,
+        head: &str,
+        cwd: &Path,
+        path_var: &str,
+        ral_name: bool,
+        may_ask: bool,
+    ) -> Option<Found> {
         if let Some(s) = self.user_spec(head) {
             return Some(Found::Owned(s));
         }
@@ -151,7 +163,7 @@ impl Arguments {
             return None;
         }
         let program = find_program(head, cwd, path_var)?;
-        self.help_spec(head, &program).map(Found::Owned)
+        self.help_spec(head, &program, may_ask).map(Found::Owned)
     }
 
     /// `CONFIG/completions/HEAD.json`, read again when it changed.
@@ -194,8 +206,8 @@ impl Arguments {
     }
 
     /// The spec read from `program --help`, cached by path and
-    /// modification time.
-    fn help_spec(&self, head: &str, program: &Path) -> Option<Arc<Spec>> {
+    /// modification time; without `may_ask`, only a reading already made.
+    fn help_spec(&self, head: &str, program: &Path, may_ask: bool) -> Option<Arc<Spec>> {
         let mtime = std::fs::metadata(program).and_then(|m| m.modified()).ok()?;
         if let Some((seen, spec)) = lock(&self.help).get(program) {
             if *seen == mtime {
@@ -204,6 +216,7 @@ impl Arguments {
         }
         let spec = match self.read_cached(program, mtime) {
             Some(spec) => spec,
+            None if !may_ask => return None,
             None => {
                 let spec = run_help(head, program);
                 self.write_cached(program, mtime, spec.as_ref());
@@ -470,6 +483,10 @@ mod tests {
         let prog = write_program(&bin, "tool", &body);
         let path_var = bin.display().to_string();
         let args = Arguments::new(None, Some(dir.join("cache")), true);
+        // Completing a file does not run the program.
+        let got = words(&args.offers(&inv("tool"), "", &dir, &path_var, false));
+        assert_eq!(got, ["Files"]);
+        assert!(!count.exists(), "--help ran for a plain word");
         let got = words(&args.offers(&inv("tool"), "--", &dir, &path_var, false));
         assert_eq!(got, ["-x", "--extra", "--other"]);
         args.offers(&inv("tool"), "--", &dir, &path_var, false);
