@@ -329,6 +329,9 @@ struct Doc {
     analysis: Option<(u64, Arc<Analysis>)>,
     /// Requests that came before the first analysis.
     waiting: Vec<(Id, String, Value)>,
+    /// Analysing the newest text panicked (a bug in ral): requests are
+    /// answered with nothing rather than held until the next change.
+    broken: bool,
 }
 
 struct Server {
@@ -528,6 +531,7 @@ impl Server {
                 doc.text = text;
                 doc.lines = lines;
                 doc.seq = self.seq;
+                doc.broken = false;
             }
             None => {
                 self.docs.insert(
@@ -539,6 +543,7 @@ impl Server {
                         seq: self.seq,
                         analysis: None,
                         waiting: Vec::new(),
+                        broken: false,
                     },
                 );
             }
@@ -552,6 +557,7 @@ impl Server {
             return;
         };
         let Some(analysis) = analysis else {
+            doc.broken = seq == doc.seq;
             // Analysing panicked: keep what there was; answer the waiting
             // requests with nothing rather than hold them.
             for (id, _, _) in std::mem::take(&mut doc.waiting) {
@@ -563,6 +569,7 @@ impl Server {
             return;
         }
         doc.analysis = Some((seq, analysis.clone()));
+        doc.broken = false;
         let waiting = std::mem::take(&mut doc.waiting);
         if seq == doc.seq {
             let uri = doc.uri.clone();
@@ -593,6 +600,9 @@ impl Server {
             return Ok(None);
         };
         let Some((_, a)) = &doc.analysis else {
+            if doc.broken {
+                return Ok(None);
+            }
             return Err(Fail::Wait);
         };
         Ok(Some(View::new(doc, a)))
