@@ -91,6 +91,9 @@ pub(crate) struct PipeRun {
     /// Set when the final stage starts: the shell state it may change and
     /// the IO depth below its input frame.
     last: Option<LastStage>,
+    /// How long the trail was when the pipeline began: the stages'
+    /// fragments are merged into what follows in settlement order.
+    trail_mark: usize,
 }
 
 /// What the final stage, which runs on the caller's machine, must not
@@ -238,18 +241,23 @@ impl Vm {
 
     /// The child's plan for output stream `s`; `teed` pumps it whatever
     /// its destination (an open trail copies the bytes).
+    ///
+    /// A stream whose destination is an inherited base sink gets that
+    /// sink's descriptor: inherited as it is when the stream is the sink's
+    /// own, a duplicate of the other one when a `2>&1` below sent it there
+    /// (standard error under a block's `2>&1`, with the command's own
+    /// standard output redirected elsewhere, §7.4).
     fn plan(&self, s: Stream, teed: bool) -> Result<(Plan, Target), Failure> {
         let target = io::resolve(&self.io, s);
         let plan = match &target {
             _ if teed => Plan::Pump,
-            Target::Base(Stream::Out) if matches!(self.stdout, Stdout::Inherit) => {
-                Plan::Direct(Stdio::inherit())
-            }
-            Target::Base(Stream::Err) if matches!(self.stderr, Stdout::Inherit) => {
-                Plan::Direct(Stdio::inherit())
-            }
+            Target::Base(b) => match self.target_fd(&target)? {
+                Some(_) if *b == s => Plan::Direct(Stdio::inherit()),
+                Some(fd) => Plan::Direct(Stdio::from(fd)),
+                None => Plan::Pump,
+            },
             Target::File(f) => Plan::Direct(process::stdio_of(f)?),
-            Target::Base(_) | Target::Capture(..) => Plan::Pump,
+            Target::Capture(..) => Plan::Pump,
         };
         Ok((plan, target))
     }
@@ -985,13 +993,24 @@ impl Vm {
 
     /// Drops the IO frames above `depth` without committing them (a
     /// failure or an escape is leaving their scope): an atomic `>` is
-    /// aborted, a streaming write stays committed as its bytes landed.
+    /// aborted, a streaming write stays committed as its bytes landed, and
+    /// a capture's buffer is flushed to the sink the capture replaced
+    /// (§7.2, third rule; §17.9 `Cap-halt`), innermost first, so what a
+    /// failing body wrote is never silently lost. A flush that cannot be
+    /// written is dropped: the failure already leaving is the one reported.
     pub(crate) fn drop_io_to(&mut self, depth: usize) {
         while self.io.len() > depth {
             let Some(mut frame) = self.io.pop() else {
                 break;
             };
             let watches = std::mem::take(&mut frame.watches);
+            for s in [Stream::Out, Stream::Err] {
+                if let Some(bytes) = frame.take_capture(s) {
+                    if !bytes.is_empty() {
+                        let _ = self.write_stream(s, &bytes);
+                    }
+                }
+            }
             drop(frame);
             for w in watches {
                 let outcome = match w.atomic {
@@ -1022,12 +1041,14 @@ impl Vm {
                 crate::job::Job::new(self.terminal.as_ref(), self.to_terminal(&out))
             }
         };
+        let trail_mark = self.trail.len();
         self.pipes.push(PipeRun {
             stages: Vec::new(),
             next_input: None,
             last: None,
             job,
             edges: Vec::new(),
+            trail_mark,
         });
     }
 
@@ -1176,7 +1197,7 @@ impl Vm {
             if let Some(edge) = run.edges.last() {
                 edge.reader_ended();
             }
-            let earlier = self.join_stages(run.stages, &run.edges);
+            let earlier = self.join_stages(run.stages, &run.edges, run.trail_mark);
             let cancelled = matches!(failure.reason, Reason::Cancelled(_)) && self.cancelled();
             if let (Some(f), false) = (earlier, cancelled) {
                 *failure = f;
@@ -1186,12 +1207,23 @@ impl Vm {
 
     /// Waits for every stage thread; the first unforgiven failure in launch
     /// order. A stage's buffered standard error is written out as it ends.
+    /// Each stage's joining retires the edge it wrote (`edges`, in launch
+    /// order).
+    ///
+    /// The stages' trail fragments join the observations the final stage
+    /// recorded here since `trail_mark` in settlement order (§13.3): each
+    /// observation lands where its fact became true, by its `end`, so a
+    /// first stage that ended at once comes before a final stage that ended
+    /// later. Each machine's own observations are already in that order
+    /// (a post-order), and a stable merge by `end` keeps them so.
     fn join_stages(
         &mut self,
         stages: Vec<Stage>,
         edges: &[Arc<crate::job::Edge>],
+        trail_mark: usize,
     ) -> Option<Failure> {
         let mut first: Option<Failure> = None;
+        let mut merged = false;
         for (i, stage) in stages.into_iter().enumerate() {
             let mut spins = 0u32;
             while !stage.thread.is_finished() {
@@ -1208,6 +1240,7 @@ impl Vm {
                 Ok((r, fragment)) => {
                     // The stage's observations join the trail that owns
                     // the pipeline (§13.3).
+                    merged |= !fragment.is_empty();
                     self.merge_trail(fragment);
                     r
                 }
@@ -1229,6 +1262,12 @@ impl Vm {
                 if !forgiven(&f) && first.is_none() {
                     first = Some(f);
                 }
+            }
+        }
+        if merged {
+            let from = trail_mark.min(self.trail.len());
+            if let Some(tail) = self.trail.get_mut(from..) {
+                tail.sort_by_key(|o| o.end);
             }
         }
         first
@@ -1269,7 +1308,7 @@ impl Vm {
         if let Some(edge) = run.edges.last() {
             edge.reader_ended();
         }
-        let first = self.join_stages(run.stages, &run.edges);
+        let first = self.join_stages(run.stages, &run.edges, run.trail_mark);
         self.poll_cancel()?;
         match first {
             Some(f) => Err(f),
@@ -1580,11 +1619,15 @@ impl Vm {
 
     // ---- cd (§10.2) ----
 
-    /// Changes the logical working directory.
+    /// Changes the logical working directory. The target resolves as
+    /// every path builtin resolves a path (§10.2), so an empty one is
+    /// refused rather than read as the home directory.
     pub fn change_dir(&mut self, target: &str) -> Result<(), Failure> {
-        let t = if target.is_empty() { "~" } else { target };
+        if target.is_empty() {
+            return Err(Failure::error("cd: the path is empty"));
+        }
         crate::caps::check_chdir(&self.grants)?;
-        let p = normalize(&self.expand_path(t)?);
+        let p = normalize(&self.expand_path(target)?);
         if !p.is_dir() {
             return Err(Failure::error(format!(
                 "cd: {} is not a directory",

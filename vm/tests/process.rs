@@ -99,12 +99,31 @@ fn a_ral_stage_streams_without_deadlock() {
 }
 
 #[test]
-fn capture_fails_past_its_limit() {
-    let (_, r) = run("let x = head -c 20000000 /dev/zero\nlength $x");
+fn capture_fails_past_its_limit_and_flushes_what_it_held() {
+    // §7.2: a capture that reaches the cap fails rather than bind a
+    // prefix, and the bytes it buffered are flushed to the sink it
+    // replaced (here the session's standard output) before the failure
+    // goes on.
+    let module = compile("let x = head -c 20000000 /dev/zero\nlength $x");
+    let mut vm = machine();
+    vm.stdout = Stdout::Buffer(Vec::new());
+    let r = vm.run_module(&module);
     assert!(
         matches!(&r, Err(RunError::Escape(Escape::Fail(f))) if f.message.contains("16 MiB")),
         "{r:?}"
     );
+    let flushed = match std::mem::replace(&mut vm.stdout, Stdout::Inherit) {
+        Stdout::Buffer(b) => b,
+        other => panic!("{other:?}"),
+    };
+    let cap = 16 << 20;
+    // Everything up to the chunk that would have crossed the cap.
+    assert!(
+        flushed.len() <= cap && flushed.len() > cap - (1 << 20),
+        "flushed {} bytes",
+        flushed.len()
+    );
+    assert!(flushed.iter().all(|&b| b == 0));
 }
 
 #[test]

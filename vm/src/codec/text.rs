@@ -97,6 +97,6 @@ mod tests {
             "h\u{fffd}".as_bytes()
         );
         let xs = Value::list(vec![Value::Int(1), Value::str("b c")]);
-        assert_eq!(encode_string(&xs), b"[1, 'b c']");
+        assert_eq!(encode_string(&xs), b"[1, b c]");
     }
 }
