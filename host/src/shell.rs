@@ -587,12 +587,16 @@ impl Shell {
         self.vm.args = args;
     }
 
-    /// Whether external programs get process groups of their own (the
-    /// default: a cancel then reaches everything they start). An
-    /// interactive host that lends programs the terminal sets `false`, so
-    /// they stay in its foreground group and can read the terminal.
-    pub fn set_own_process_groups(&mut self, own: bool) {
-        self.vm.own_process_groups = own;
+    /// Leases the controlling terminal, so programs whose output is the
+    /// terminal run in a process group that holds it while they run (Ctrl-C
+    /// reaches them, and ral judges by how they ended) and ral takes it
+    /// back after (§7.6, §8.10, §16.8); `false` when there is no terminal
+    /// or ral is not in its foreground, and then nothing touches it.
+    /// Without a lease (the default) every program runs in a process group
+    /// of its own.
+    pub fn lease_terminal(&mut self) -> bool {
+        self.vm.terminal = ral_vm::job::Terminal::acquire();
+        self.vm.terminal.is_some()
     }
 
     /// Replaces the ambient standard output ([`TurnIo::Inherit`] turns write

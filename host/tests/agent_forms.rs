@@ -385,7 +385,13 @@ fn detach_starts_a_survivor_in_a_session_of_its_own() {
         std::thread::sleep(std::time::Duration::from_millis(5));
     }
     let fields = stat(pid).unwrap();
-    // After the state: ppid, pgrp, session.
+    // After the state: ppid, pgrp, session. The double fork (§11.5) has
+    // reparented it at once: it is not this process's child.
+    assert_ne!(
+        fields[1],
+        std::process::id().to_string(),
+        "reparented away from the session"
+    );
     assert_eq!(fields[2], pid.to_string(), "its own process group");
     assert_eq!(fields[3], pid.to_string(), "its own session");
     for fd in 0..3 {

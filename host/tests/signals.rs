@@ -262,3 +262,46 @@ fn a_further_signal_ends_a_guard_cleanup() {
     assert_eq!(end.out, "cleaning\n");
     assert!(lock.exists(), "the cleanup ran to its end");
 }
+
+/// The process group field of `/proc/PID/stat`.
+fn pgid_of(pid: u32) -> i32 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let after = stat.rsplit_once(')').unwrap().1;
+    after.split_whitespace().nth(2).unwrap().parse().unwrap()
+}
+
+/// §7.6 without a terminal (no lease, so no terminal is touched): the
+/// externals of one pipeline still share one process group the shell is
+/// not in, also when the first stage has ended before the last one's
+/// program starts.
+#[test]
+fn without_a_terminal_a_pipeline_shares_one_group_of_its_own() {
+    let stage = |label: &str, read_first: bool| {
+        format!(
+            "^sh -c '{}read -r _ _ _ _ g _ < /proc/$$/stat; echo \"{label} $g\"'",
+            if read_first { "cat; " } else { "" }
+        )
+    };
+    let prog = format!(
+        "echo started\n{} | !{{ ^sleep 0.3; {} }}\n^sleep 1",
+        stage("first", false),
+        stage("last", true)
+    );
+    let mut run = start(&prog);
+    let mut seen = String::new();
+    for _ in 0..2 {
+        run.out.read_line(&mut seen).unwrap();
+    }
+    let shell = pgid_of(run.child.id());
+    let end = run.finish(PROMPT_END);
+    assert_eq!(end.code(), Some(0), "{}", end.err);
+    let group = |label: &str| -> i32 {
+        seen.lines()
+            .find_map(|l| l.strip_prefix(&format!("{label} ")))
+            .unwrap_or_else(|| panic!("no {label} in {seen:?}"))
+            .parse()
+            .unwrap()
+    };
+    assert_eq!(group("first"), group("last"), "{seen}");
+    assert_ne!(group("first"), shell, "{seen}");
+}

@@ -266,10 +266,22 @@ pub struct Vm {
     pub(crate) masked: Vec<usize>,
     /// Standard input when nothing redirects it.
     pub stdin: Stdin,
-    /// Start external programs in process groups of their own (so a cancel
-    /// reaches everything they start); off when they must share the
-    /// terminal's foreground group.
-    pub own_process_groups: bool,
+    /// The terminal the host leased, which a job writing to it is lent
+    /// ([`crate::job`]); `None`: programs run in process groups of their
+    /// own and nothing touches a terminal (a worker, an embedding host, a
+    /// run with no terminal or in the background).
+    pub terminal: Option<Arc<crate::job::Terminal>>,
+    /// The job a pipeline stage's programs belong to (set on the machines
+    /// of non-final stages; the final stage's is its pipeline's).
+    pub(crate) job: Option<Arc<crate::job::Job>>,
+    /// The pipeline edge this stage machine writes, and the address of
+    /// the file its IO frame writes it through.
+    pub(crate) out_edge: Option<(usize, Arc<crate::job::Edge>)>,
+    /// The pipeline edge this stage machine reads: dead when it ends.
+    pub(crate) in_edge: Option<Arc<crate::job::Edge>>,
+    /// ral's own reads of the inherited standard input see its end at
+    /// once (a first stage of a pipeline lent the terminal, §7.6).
+    pub(crate) terminal_eof: bool,
     /// Why the cancel flag was set (the host stores it before setting the
     /// flag); `Cause as u8`, read when a cancelled run reports.
     pub cancel_cause: Arc<std::sync::atomic::AtomicU8>,
@@ -367,7 +379,11 @@ impl Vm {
             base_hold: None,
             masked: Vec::new(),
             stdin: Stdin::Inherit,
-            own_process_groups: true,
+            terminal: None,
+            job: None,
+            out_edge: None,
+            in_edge: None,
+            terminal_eof: false,
             cancel_cause: Arc::new(std::sync::atomic::AtomicU8::new(Cause::Interrupted as u8)),
             cancel_count: Arc::new(AtomicU32::new(0)),
             scratch: Vec::new(),
@@ -418,7 +434,14 @@ impl Vm {
             base_hold: self.hold(),
             masked: Vec::new(),
             stdin: self.stdin,
-            own_process_groups: self.own_process_groups,
+            // A fork is a worker unless a pipeline makes it a stage (and
+            // gives it the lease back): nothing it starts sits where the
+            // terminal reaches it (§8.10).
+            terminal: None,
+            job: None,
+            out_edge: None,
+            in_edge: None,
+            terminal_eof: false,
             cancel_cause: self.cancel_cause.clone(),
             cancel_count: self.cancel_count.clone(),
             scratch: Vec::new(),

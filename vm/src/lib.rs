@@ -33,6 +33,7 @@ pub mod display;
 pub mod exec;
 pub mod failure;
 pub mod io;
+pub mod job;
 pub mod op;
 pub mod process;
 pub mod quote;

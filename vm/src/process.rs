@@ -19,9 +19,17 @@
 //!   cancel flag at least every 50 ms. Cancellation sends `SIGTERM` to the
 //!   child's process group, then `SIGKILL` after a grace period, and reaps
 //!   it: a cancelled run leaves no child behind.
-//! - **Process groups.** A child gets a process group of its own unless
-//!   the session lends it the terminal (the caller decides), so that a
-//!   cancel reaches everything it started.
+//! - **Process groups and the terminal.** A child starts as a member of
+//!   its job ([`crate::job`]): the process group its pipeline's programs
+//!   share (founded by the first, the shell not in it), lent the terminal
+//!   when the job's output is the terminal the host leased, or ral's own
+//!   group when the host holds a terminal the job does not get. A cancel
+//!   signals the job's group, so it reaches everything the programs
+//!   started. A member that dies of a key of the terminal it was lent is
+//!   that key's cancellation; any other end is its own outcome.
+//! - **Dead edges.** A child writing a pipeline edge is registered with
+//!   it; when ral cuts it there (§7.6) its end is `reader-gone` (141),
+//!   the death a pipeline forgives.
 //! - **Stops.** A stopped child (SIGTSTP, SIGTTIN, SIGTTOU, `kill -STOP`)
 //!   is resumed by the waiter at the next poll slice (§11.6: ral does not
 //!   suspend).
@@ -43,9 +51,9 @@
 use std::ffi::OsString;
 use std::fs::File;
 use std::io::{ErrorKind, Read};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::fs::PermissionsExt;
-use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
@@ -82,7 +90,10 @@ pub struct Launch<'a> {
     pub stdin: Stdio,
     pub stdout: Plan,
     pub stderr: Plan,
-    pub own_group: bool,
+    /// The job it runs in: its process group and the terminal lent to it.
+    pub job: std::sync::Arc<crate::job::Job>,
+    /// The pipeline edge its output writes, where ral cuts it (§7.6).
+    pub edge: Option<std::sync::Arc<crate::job::Edge>>,
     /// The OS sandbox to start it in ([`crate::sandbox`]); it gives the
     /// child a session, and so a process group, of its own.
     pub sandbox: Option<crate::sandbox::Sandbox>,
@@ -238,10 +249,6 @@ pub fn run(
             cmd.stderr(stdio_for(err)?);
         }
     }
-    let own_group = launch.own_group || launch.sandbox.is_some();
-    if own_group && launch.sandbox.is_none() {
-        cmd.process_group(0);
-    }
     // The cwd is checked first so a vanished directory is not reported as
     // a missing program.
     if !launch.cwd.is_dir() {
@@ -250,12 +257,18 @@ pub fn run(
             launch.cwd.display()
         )));
     }
-    let (spawned, confined) = match launch.sandbox {
+    let job = launch.job;
+    // A confined program leads a group (a session) of its own, outside
+    // the job.
+    let (spawned, confined, member) = match launch.sandbox {
         Some(sb) => {
             let (spawned, confined) = sb.spawn(&mut cmd);
-            (spawned, Some(confined))
+            (spawned, Some(confined), None)
         }
-        None => (cmd.spawn(), None),
+        None => match job.spawn(&mut cmd) {
+            Ok((child, member)) => (Ok(child), None, Some(member)),
+            Err(e) => (Err(e), None, None),
+        },
     };
     // The command holds the parent's copies of the descriptors it was
     // given; a shared pipe's write end must close here, or its reader
@@ -281,22 +294,50 @@ pub fn run(
     } else {
         None
     };
-    let result = wait(&mut child, out, err, cancelled, cause, own_group, deliver);
+    let writer = launch.edge.as_ref().map(|e| e.register(child.id()));
+    let group = match member {
+        Some(m) => m.group,
+        None => Some(child.id()),
+    };
+    // The group's founder is kept unreaped until the job ends, so the
+    // group outlives it for members that start later.
+    let pfd = pidfd(child.id());
+    let keep = member.is_some_and(|m| m.founder) && pfd.is_some();
+    let result = wait(
+        &mut child,
+        out,
+        err,
+        Waiter {
+            cancelled,
+            cause,
+            group,
+            pidfd: pfd.as_ref(),
+            keep,
+        },
+        deliver,
+    );
+    if let (true, Some(fd), Ok(_)) = (keep, pfd, &result) {
+        job.keep_founder(fd);
+    }
+    if member.is_some() {
+        job.reaped();
+    }
+    if let (Some(e), Some(w)) = (&launch.edge, &writer) {
+        e.unregister(w);
+    }
     let status = match result {
         Ok(status) => status,
         Err(f) => return Err(with_cmd(f, name)),
     };
-    // A program sharing ral's terminal receives the terminal's keys itself:
-    // its death by Ctrl-C or Ctrl-\ is the user cancelling the run (§8.10,
-    // lent-terminal keys), not a failure of the program.
-    if !own_group {
-        match status.signal() {
-            Some(libc::SIGINT) => {
-                return Err(with_cmd(Failure::cancelled(Cause::Interrupted), name))
-            }
-            Some(libc::SIGQUIT) => return Err(with_cmd(Failure::cancelled(Cause::Aborted), name)),
-            _ => {}
-        }
+    // Cut at its first write to a dead pipeline edge (§7.6).
+    if writer.is_some_and(|w| w.was_cut(status)) {
+        return Err(with_cmd(Failure::cancelled(Cause::ReaderGone), name));
+    }
+    // A program the terminal reaches receives the terminal's keys itself:
+    // its death by one is the user cancelling the run (§8.10), not a
+    // failure of the program.
+    if let Some(cause) = member.and_then(|m| job.key_cause(m, status)) {
+        return Err(with_cmd(Failure::cancelled(cause), name));
     }
     match (status_result(name, status), &confined) {
         (Err(f), Some(c)) => Err(c.annotate(f)),
@@ -389,27 +430,31 @@ fn pidfd(pid: u32) -> Option<OwnedFd> {
     Some(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
-/// Sends `sig` to the child's process group (or the child alone).
-pub fn signal(pid: u32, group: bool, sig: i32) {
-    let Ok(pid) = libc::pid_t::try_from(pid) else {
+/// Sends `sig` to process group `group`, or to the child `pid` alone.
+pub fn signal(pid: u32, group: Option<u32>, sig: i32) {
+    let target = match group {
+        Some(g) => libc::pid_t::try_from(g).map(|g| -g),
+        None => libc::pid_t::try_from(pid),
+    };
+    let Ok(target) = target else {
         return;
     };
-    let target = if group { -pid } else { pid };
     // SAFETY: kill(2) takes plain integers; a stale pid is harmless (ESRCH).
     unsafe {
         libc::kill(target, sig);
     }
 }
 
-/// Terminates and reaps a child after cancellation.
-fn terminate(child: &mut Child, group: bool) {
+/// Terminates and reaps a child after cancellation (its group, when it
+/// has one to itself or with its pipeline).
+fn terminate(child: &mut Child, group: Option<u32>) {
     signal(child.id(), group, libc::SIGTERM);
     let deadline = Instant::now() + KILL_GRACE;
     while Instant::now() < deadline {
         if let Ok(Some(_)) = child.try_wait() {
             // The group may hold more than the child.
-            if group {
-                signal(child.id(), true, libc::SIGKILL);
+            if group.is_some() {
+                signal(child.id(), group, libc::SIGKILL);
             }
             return;
         }
@@ -420,17 +465,32 @@ fn terminate(child: &mut Child, group: bool) {
     let _ = child.wait();
 }
 
+/// What the wait loop watches besides the child and its pipes.
+struct Waiter<'w> {
+    cancelled: &'w dyn Fn() -> bool,
+    cause: &'w dyn Fn() -> Cause,
+    /// The process group to signal (else the child alone).
+    group: Option<u32>,
+    pidfd: Option<&'w OwnedFd>,
+    /// Observe the child's end without reaping it (through `pidfd`).
+    keep: bool,
+}
+
 /// The wait loop (see the module docs).
 fn wait(
     child: &mut Child,
     mut out: Option<File>,
     mut err: Option<File>,
-    cancelled: &dyn Fn() -> bool,
-    cause: &dyn Fn() -> Cause,
-    group: bool,
+    w: Waiter<'_>,
     deliver: &mut dyn FnMut(Stream, &[u8]) -> Result<(), Failure>,
 ) -> Result<ExitStatus, Failure> {
-    let pfd = pidfd(child.id());
+    let Waiter {
+        cancelled,
+        cause,
+        group,
+        pidfd: pfd,
+        keep,
+    } = w;
     let mut status: Option<ExitStatus> = None;
     let mut buf = vec![0u8; 64 * 1024];
     loop {
@@ -439,7 +499,11 @@ fn wait(
             return Err(Failure::cancelled(cause()));
         }
         if status.is_none() {
-            match child.try_wait() {
+            let ended = match (keep, pfd) {
+                (true, Some(p)) => crate::job::peek_exit(p.as_fd()),
+                _ => child.try_wait(),
+            };
+            match ended {
                 Ok(Some(s)) => status = Some(s),
                 Ok(None) => {}
                 Err(e) => return Err(Failure::error(format!("wait: {e}"))),

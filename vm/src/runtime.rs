@@ -83,6 +83,10 @@ use crate::value::{Func, Record, Value};
 /// pipe (the next stage's input).
 pub(crate) struct PipeRun {
     stages: Vec<Stage>,
+    /// The edge each non-final stage writes, in launch order.
+    edges: Vec<Arc<crate::job::Edge>>,
+    /// The job the pipeline's programs belong to (one process group).
+    job: Arc<crate::job::Job>,
     next_input: Option<File>,
     /// Set when the final stage starts: the shell state it may change and
     /// the IO depth below its input frame.
@@ -164,9 +168,49 @@ impl Vm {
     fn write_target(&mut self, target: &Target, bytes: &[u8]) -> Result<(), Failure> {
         match target {
             Target::Capture(i, s) => io::append_capture(&mut self.io, *i, *s, bytes),
-            Target::File(f) => io::write_file(f, bytes),
+            Target::File(f) => {
+                // A ral-written stage's own write to a dead edge raises
+                // the break at that write (§7.6).
+                if self.edge_of(target).is_some_and(|e| e.is_dead()) {
+                    return Err(Failure::cancelled(Cause::ReaderGone));
+                }
+                io::write_file(f, bytes)
+            }
             Target::Base(Stream::Out) => write_base(&mut self.stdout, Stream::Out, bytes),
             Target::Base(Stream::Err) => write_base(&mut self.stderr, Stream::Err, bytes),
+        }
+    }
+
+    /// The pipeline edge `target` is, when it is the one this stage
+    /// machine writes.
+    fn edge_of(&self, target: &Target) -> Option<&Arc<crate::job::Edge>> {
+        match (target, &self.out_edge) {
+            (Target::File(f), Some((addr, edge))) if Arc::as_ptr(f) as usize == *addr => Some(edge),
+            _ => None,
+        }
+    }
+
+    /// The job a program started now belongs to: the running pipeline's,
+    /// else one of its own, lent the terminal when the host leased one and
+    /// the program's output is that terminal.
+    fn current_job(&self, out: &Target) -> Arc<crate::job::Job> {
+        if let Some(run) = self.pipes.last() {
+            return run.job.clone();
+        }
+        if let Some(job) = &self.job {
+            return job.clone();
+        }
+        crate::job::Job::new(self.terminal.as_ref(), self.to_terminal(out))
+    }
+
+    /// Whether output sent to `out` reaches the leased terminal.
+    fn to_terminal(&self, out: &Target) -> bool {
+        use std::os::fd::AsFd;
+        match (out, &self.terminal) {
+            (Target::Base(Stream::Out), Some(t)) => {
+                matches!(self.stdout, Stdout::Inherit) && t.is(std::io::stdout().as_fd())
+            }
+            _ => false,
         }
     }
 
@@ -243,6 +287,7 @@ impl Vm {
                 inner: crate::waiting::ArcFile(f),
                 cancel,
             }),
+            None if self.terminal_eof => Box::new(std::io::empty()),
             None => match self.stdin {
                 Stdin::Inherit => Box::new(crate::waiting::Polled {
                     fd: libc::STDIN_FILENO,
@@ -668,6 +713,10 @@ impl Vm {
             } else {
                 self.plan(Stream::Err, teed)?
             };
+        let edge = self
+            .edge_of(&out_target)
+            .or_else(|| self.edge_of(&err_target))
+            .cloned();
         let launch = Launch {
             name,
             program,
@@ -677,7 +726,8 @@ impl Vm {
             stdin: self.stdin_plan()?,
             stdout: out_plan,
             stderr: err_plan,
-            own_group: self.own_process_groups,
+            job: self.current_job(&out_target),
+            edge,
             sandbox,
         };
         let probe = self.cancel_probe();
@@ -686,7 +736,7 @@ impl Vm {
         // before it sets the flag.
         let cause_cell = self.cancel_cause.clone();
         let cause = move || crate::exec::cause_of(cause_cell.load(Ordering::Relaxed));
-        process::run(launch, &cancelled, &cause, &mut |s, bytes| {
+        let ran = process::run(launch, &cancelled, &cause, &mut |s, bytes| {
             let t = match s {
                 Stream::Out => &out_target,
                 Stream::Err => &err_target,
@@ -704,7 +754,26 @@ impl Vm {
                 }
             }
             written
-        })
+        });
+        // A key of the terminal the program was lent (or shares with ral)
+        // cancels the run it belongs to, so `try` cannot recover it
+        // (§8.10).
+        if let Err(f) = &ran {
+            if let Reason::Cancelled(
+                c @ (Cause::Interrupted | Cause::Aborted | Cause::Terminated),
+            ) = f.reason
+            {
+                if !self.cancelled() {
+                    crate::exec::raise_cancel(
+                        &self.mobile.context.cancel,
+                        &self.cancel_cause,
+                        &self.cancel_count,
+                        c,
+                    );
+                }
+            }
+        }
+        ran
     }
 
     /// Records an `exec` denial (§12.7): the command, the file it would
@@ -979,11 +1048,23 @@ impl Vm {
     // ---- pipelines ----
 
     pub(crate) fn pipe_begin(&mut self) {
+        // A pipeline inside a stage of another belongs to that one's job;
+        // otherwise it is lent the terminal when its output is it.
+        let job = match (self.pipes.last(), &self.job) {
+            (Some(run), _) => run.job.clone(),
+            (None, Some(job)) => job.clone(),
+            (None, None) => {
+                let out = io::resolve(&self.io, Stream::Out);
+                crate::job::Job::new(self.terminal.as_ref(), self.to_terminal(&out))
+            }
+        };
         let trail_mark = self.trail.len();
         self.pipes.push(PipeRun {
             stages: Vec::new(),
             next_input: None,
             last: None,
+            job,
+            edges: Vec::new(),
             trail_mark,
         });
     }
@@ -996,15 +1077,29 @@ impl Vm {
         env: Option<Arc<Func>>,
     ) -> Result<(), Failure> {
         let (read, write) = process::pipe()?;
-        let input = match self.pipes.last_mut().and_then(|p| p.next_input.take()) {
-            Some(f) => Some(Arc::new(f)),
-            None => io::resolve_input(&self.io),
+        let edge = crate::job::Edge::new(&read)
+            .map_err(|e| Failure::error(format!("cannot watch a pipe: {e}")))?;
+        let (first, input) = match self.pipes.last_mut().and_then(|p| p.next_input.take()) {
+            Some(f) => (false, Some(Arc::new(f))),
+            None => (true, io::resolve_input(&self.io)),
         };
         let err_target = io::resolve(&self.io, Stream::Err);
         let err_fd = self.target_fd(&err_target)?;
         let mut child = self.fork(self.mobile.context.cancel.clone());
         child.stdin = self.stdin;
-        child.own_process_groups = self.own_process_groups;
+        child.terminal = self.terminal.clone();
+        let Some(run) = self.pipes.last() else {
+            return Err(Failure::error("pipeline stage outside a pipeline"));
+        };
+        child.job = Some(run.job.clone());
+        child.in_edge = run.edges.last().cloned();
+        // A first stage with nothing to read but the terminal, on a
+        // pipeline that holds the terminal, sees the end of input at once
+        // when ral itself reads: ral is not in the foreground then (§7.6).
+        // Its programs still read the terminal.
+        child.terminal_eof = first && input.is_none() && run.job.is_lent();
+        let write = Arc::new(write);
+        child.out_edge = Some((Arc::as_ptr(&write) as usize, edge.clone()));
         let err_buf = match err_fd {
             Some(_) => None,
             None => {
@@ -1014,7 +1109,7 @@ impl Vm {
             }
         };
         child.io.push(IoFrame {
-            out: Out::File(Arc::new(write)),
+            out: Out::File(write),
             err: match err_fd {
                 Some(f) => Out::File(Arc::new(f)),
                 None => Out::Below,
@@ -1038,6 +1133,7 @@ impl Vm {
             thread,
             err: err_buf,
         });
+        run.edges.push(edge);
         run.next_input = Some(read);
         Ok(())
     }
@@ -1052,6 +1148,10 @@ impl Vm {
         let r = self.run_proto_with(proto, locals, env);
         // Close the pipe before anything else so the reader sees EOF.
         self.drop_io_to(0);
+        // The stage has ended: the edge it read is dead (§7.6).
+        if let Some(edge) = self.in_edge.take() {
+            edge.reader_ended();
+        }
         let outcome = match r {
             Ok(_) => Ok(()),
             Err(Escape::Fail(f)) => Err(f),
@@ -1106,12 +1206,15 @@ impl Vm {
             };
             drop(run.next_input.take());
             if let Some(last) = run.last.take() {
-                // Dropping the input frame closes the last read end, so a
-                // producer still writing is cut off rather than waited on.
                 self.drop_io_to(last.io_depth);
                 self.restore_last_stage(last);
             }
-            let earlier = self.join_stages(run.stages, run.trail_mark);
+            // The final stage has ended: a producer still writing is cut
+            // at its next write rather than waited on (§7.6).
+            if let Some(edge) = run.edges.last() {
+                edge.reader_ended();
+            }
+            let earlier = self.join_stages(run.stages, &run.edges, run.trail_mark);
             let cancelled = matches!(failure.reason, Reason::Cancelled(_)) && self.cancelled();
             if let (Some(f), false) = (earlier, cancelled) {
                 *failure = f;
@@ -1121,6 +1224,8 @@ impl Vm {
 
     /// Waits for every stage thread; the first unforgiven failure in launch
     /// order. A stage's buffered standard error is written out as it ends.
+    /// Each stage's joining retires the edge it wrote (`edges`, in launch
+    /// order).
     ///
     /// The stages' trail fragments join the observations the final stage
     /// recorded here since `trail_mark` in settlement order (§13.3): each
@@ -1128,10 +1233,15 @@ impl Vm {
     /// first stage that ended at once comes before a final stage that ended
     /// later. Each machine's own observations are already in that order
     /// (a post-order), and a stable merge by `end` keeps them so.
-    fn join_stages(&mut self, stages: Vec<Stage>, trail_mark: usize) -> Option<Failure> {
+    fn join_stages(
+        &mut self,
+        stages: Vec<Stage>,
+        edges: &[Arc<crate::job::Edge>],
+        trail_mark: usize,
+    ) -> Option<Failure> {
         let mut first: Option<Failure> = None;
         let mut merged = false;
-        for stage in stages {
+        for (i, stage) in stages.into_iter().enumerate() {
             let mut spins = 0u32;
             while !stage.thread.is_finished() {
                 if self.cancelled() {
@@ -1153,6 +1263,10 @@ impl Vm {
                 }
                 Err(_) => Err(Failure::error("a pipeline stage panicked")),
             };
+            // Its writer joined, ral lets go of the edge it wrote.
+            if let Some(edge) = edges.get(i) {
+                edge.retire();
+            }
             if let Some(buf) = stage.err {
                 let bytes = buf.take();
                 if !bytes.is_empty() {
@@ -1180,8 +1294,16 @@ impl Vm {
     /// passes them by), putting back what their final stages saved.
     pub(crate) fn abandon_pipes(&mut self, depth: usize) {
         while self.pipes.len() > depth {
-            if let Some(last) = self.pipes.pop().and_then(|mut r| r.last.take()) {
+            let Some(mut run) = self.pipes.pop() else {
+                break;
+            };
+            if let Some(last) = run.last.take() {
                 self.restore_last_stage(last);
+            }
+            // Nobody reads the pipeline any more: its producers are cut
+            // at their next write.
+            if let Some(edge) = run.edges.last() {
+                edge.reader_ended();
             }
         }
     }
@@ -1199,7 +1321,11 @@ impl Vm {
         if let Some(last) = run.last.take() {
             self.restore_last_stage(last);
         }
-        let first = self.join_stages(run.stages, run.trail_mark);
+        // The final stage has ended: the edge it read is dead (§7.6).
+        if let Some(edge) = run.edges.last() {
+            edge.reader_ended();
+        }
+        let first = self.join_stages(run.stages, &run.edges, run.trail_mark);
         self.poll_cancel()?;
         match first {
             Some(f) => Err(f),
@@ -1647,12 +1773,11 @@ fn write_base(sink: &mut Stdout, s: Stream, bytes: &[u8]) -> Result<(), Failure>
     }
 }
 
-/// Whether a non-final stage's failure is the forgiven "reader went away".
+/// Whether a non-final stage's failure is the forgiven cut: it wrote an
+/// edge whose reader had ended (§7.6). Only that break: a death by
+/// `SIGPIPE` is some other pipe's, since no interior edge delivers one.
 fn forgiven(f: &Failure) -> bool {
-    matches!(
-        f.reason,
-        Reason::Cancelled(Cause::ReaderGone) | Reason::Signaled(libc::SIGPIPE)
-    )
+    matches!(f.reason, Reason::Cancelled(Cause::ReaderGone))
 }
 
 /// The operating-system arguments of a program (§6.6): strings, numbers,

@@ -817,10 +817,10 @@ impl WorkerRegistry {
         }
         let mut machine = vm.fork(worker.cancel.clone());
         // A worker reads no terminal input (§11.1), puts its external
-        // programs in process groups of its own so a cancel reaches all of
-        // them, and reports its own cancellation cause, not its creator's.
+        // programs in process groups of their own (a fork holds no terminal
+        // lease) so a cancel reaches all of them and the terminal none, and
+        // reports its own cancellation cause, not its creator's.
         machine.stdin = Stdin::Null;
-        machine.own_process_groups = true;
         machine.cancel_cause = worker.cancel_cause.clone();
         machine.cancel_count = worker.cancel_count.clone();
         let audited = matches!(birth, Birth::Defer);

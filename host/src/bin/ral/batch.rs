@@ -124,6 +124,9 @@ fn execute(
     let mut shell = Shell::default();
     shell.set_capability_ceiling(ceiling);
     shell.set_args(Arc::from(args));
+    // A foreground run at a terminal lends it to the programs that write
+    // to it (§16.3); a background or terminal-less run lends nothing.
+    shell.lease_terminal();
     // Without the watcher the default SIGINT disposition still ends the
     // process; the run just loses its cooperative teardown.
     let interrupts = match Interrupts::install(

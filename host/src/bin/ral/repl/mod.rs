@@ -123,10 +123,11 @@ fn config_dir_from(xdg: Option<PathBuf>, home: Option<PathBuf>) -> Option<PathBu
 pub fn run(opts: &ReplOptions, color: Color, ceiling: ral_host::Capabilities) -> u8 {
     let mut shell = Shell::default();
     shell.set_capability_ceiling(ceiling);
-    // External programs run in the terminal's foreground process group, so
-    // an interactive child (an editor, a pager) can read the terminal and
-    // Ctrl-C reaches it directly (spec/deviations.md S5).
-    shell.set_own_process_groups(false);
+    // A program writing to the terminal runs in a process group that holds
+    // it while it runs: an interactive child (an editor, a pager) reads
+    // the terminal, Ctrl-C reaches it and not the session, and ral judges
+    // by how it ended (§7.6, §8.10).
+    shell.lease_terminal();
     let _interrupts = match Interrupts::install(shell.cancel_handle(), Profile::Interactive) {
         Ok(i) => Some(i),
         Err(e) => {
