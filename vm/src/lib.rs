@@ -42,6 +42,7 @@ pub mod runtime;
 pub mod sandbox;
 pub mod session;
 pub mod value;
+pub mod walk;
 
 pub use builtins::{registry, BuiltinDef, BuiltinFn, Ctx};
 pub use exec::{Escape, HostFn, RunError, Stdin, Stdout, Vm};

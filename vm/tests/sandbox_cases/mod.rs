@@ -27,6 +27,8 @@ use ral_syntax::SourceId;
 use ral_types::{check_program, CheckOptions, TypeEnv};
 use ral_vm::{Mobile, RunError, Stdin, Stdout, Value, Vm};
 
+mod guard;
+
 const PROBE: &str = env!("CARGO_BIN_EXE_ral-sandbox-probe");
 
 /// A workspace (`ws/`, with `ws/file` holding "inside") beside a secret
