@@ -41,6 +41,8 @@ use crate::failure::{Failure, Reason};
 mod bpf;
 #[cfg(target_os = "linux")]
 mod linux;
+#[cfg(target_os = "linux")]
+mod ns;
 pub mod plan;
 
 #[cfg(target_os = "linux")]
@@ -57,6 +59,27 @@ pub struct Sandbox {
 /// Whether a launch under `layers` runs confined.
 pub fn confines(layers: &[Arc<Layer>]) -> bool {
     layers.iter().any(|l| l.confines())
+}
+
+static FORCE_FLOOR: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Makes every confined launch use Landlock and seccomp alone, as on a
+/// system without user namespaces, so tests exercise that floor too.
+pub fn force_floor(force: bool) {
+    FORCE_FLOOR.store(force, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Whether confined launches run in namespaces with a filesystem view
+/// (sandbox/ns.rs), rather than under Landlock and seccomp alone.
+pub fn namespaces() -> bool {
+    #[cfg(target_os = "linux")]
+    {
+        !FORCE_FLOOR.load(std::sync::atomic::Ordering::Relaxed) && ns::available()
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        false
+    }
 }
 
 /// Removes the dynamic loader's injection variables (`LD_*`, `DYLD_*`)
@@ -130,10 +153,28 @@ fn prepare_confined(layers: &[Arc<Layer>], name: &str, program: &Path) -> Result
     if let Some(why) = linux::missing(&plan, k) {
         return Err(refused(name, &format!("this kernel lacks {why}")));
     }
-    let prepared = linux::prepare(&plan, k).map_err(|why| refused(name, &why))?;
+    let namespaces = !FORCE_FLOOR.load(std::sync::atomic::Ordering::Relaxed) && ns::available();
+    let mut prepared = linux::prepare(&plan, k, !namespaces).map_err(|why| refused(name, &why))?;
+    if namespaces {
+        let view = ns::View::new(
+            &plan.view(),
+            plan.fs,
+            plan.net_off,
+            linux::proc_rights(&plan, k),
+        )
+        .map_err(|why| refused(name, &why))?;
+        prepared = prepared.with_view(view);
+    }
+    let layers_words = if namespaces {
+        "namespaces with a filesystem view, Landlock and seccomp"
+    } else {
+        "Landlock and seccomp only: this system does not let ral create the user namespaces \
+         the filesystem view needs, so attributes, inotify, SysV IPC and other processes' /proc \
+         entries are held by the seccomp deny-set or not at all"
+    };
     Ok(Sandbox {
         prepared,
-        summary: describe(layers).into(),
+        summary: format!("{}; {layers_words}", describe(layers)).into(),
     })
 }
 
