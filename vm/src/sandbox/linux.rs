@@ -7,7 +7,8 @@
 //! link, `openat2` with `RESOLVE_NO_SYMLINKS`) and added to a Landlock
 //! ruleset, and the seccomp program is compiled once per process.
 //!
-//! Then one of two launches ([`spawn`]):
+//! With the namespace layer the launch is `ns.rs`'s (through `fork` and
+//! its hook); otherwise one of two launches ([`spawn`]):
 //!
 //! - **From a confined thread** (the usual case, ral has no controlling
 //!   terminal): a short-lived thread enters the Landlock domain and the
@@ -24,13 +25,18 @@
 //!   `setsid` (leaving the terminal) between `fork` and `exec` and then
 //!   confines itself ([`install`]), a hook that only makes system calls.
 //!
-//! One seccomp program ([`super::bpf`], built once per process; one with
-//! and one without the network rows):
+//! One seccomp program ([`super::bpf`], built once per process for each
+//! [`Variant`]):
 //! - **kill** (`SIGSYS`): `ptrace`, `bpf`, module loading, `kexec_*`,
 //!   `reboot`, `swapon`/`swapoff`, the keyrings, `userfaultfd`,
 //!   `open_by_handle_at`, the mount family;
 //! - **EPERM**: `unshare` and `clone` asking for a new user namespace,
-//!   `setns`, `ioctl(TIOCSTI)`;
+//!   `setns`, `ioctl(TIOCSTI)`, `sethostname`, `setdomainname`,
+//!   `fanotify_init`, `mknod`/`mknodat` of a device;
+//! - **ENOSYS** under a restricted `exec`: `memfd_create` without
+//!   `MFD_NOEXEC_SEAL` (an anonymous file `fexecve` could run); on the
+//!   floor alone (no namespaces, [`Variant::floor`]): SysV IPC, POSIX
+//!   message queues, `inotify_add_watch`;
 //! - **ENOSYS**: `clone3` (its flags live in memory seccomp cannot read;
 //!   the C library falls back to `clone`, which the EPERM program sees),
 //!   and under `net: false` `io_uring_setup` (io_uring can open sockets

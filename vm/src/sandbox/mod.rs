@@ -17,8 +17,12 @@
 //!   descriptor above standard error closed at `exec`, and no
 //!   loader-injection variables in its environment ([`scrub_env`]).
 //!
-//! This is built from Landlock, seccomp and `setsid` directly (no external
-//! program; spec/capabilities.md says why). The decoded layers are the same
+//! Two levels (spec/capabilities.md section 4): where the kernel lets ral
+//! make namespaces ([`namespaces`]), the program runs in new user (unless
+//! root), mount, pid, ipc and uts namespaces with a filesystem view built
+//! from the grant (`ns.rs`, [`plan::Plan::view`]); beneath it, and alone
+//! elsewhere, Landlock, seccomp and `setsid` (`linux.rs`). No external
+//! program is involved. The decoded layers are the same
 //! ones ral's own checks read ([`crate::caps`]), so both layers judge a
 //! path alike. Where the kernel lacks a guarantee a launch needs, the launch
 //! is refused with a failure naming it (status 126): nothing runs

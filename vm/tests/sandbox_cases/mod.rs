@@ -549,3 +549,45 @@ fn a_probe_under_a_restricted_fs_still_starts() {
     );
     assert!(refused.stdout.starts_with("refused:"), "{}", refused.stdout);
 }
+
+/// Every case above again as an unprivileged user, when the suite runs as
+/// root (as CI does): this test binary re-runs itself under `setpriv`
+/// (util-linux) as `nobody`, so the sandbox is shown to hold where the
+/// user has no privilege to lose and, on the namespace layer, builds its
+/// view inside an unprivileged user namespace.
+#[test]
+fn every_case_holds_for_an_unprivileged_user_too() {
+    if std::env::var_os("RAL_SANDBOX_AS_USER").is_some() {
+        return;
+    }
+    // SAFETY: geteuid takes no arguments.
+    #[allow(unsafe_code)]
+    let root = unsafe { libc::geteuid() == 0 };
+    if !root {
+        return;
+    }
+    let exe = std::env::current_exe().unwrap();
+    let scratch = tempfile::tempdir().unwrap();
+    // The unprivileged user's own temporary directory.
+    std::fs::set_permissions(
+        scratch.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o1777),
+    )
+    .unwrap();
+    let out = std::process::Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(&exe)
+        .args(["sandbox_cases::", "--test-threads=2"])
+        .env("RAL_SANDBOX_AS_USER", "1")
+        .env("TMPDIR", scratch.path())
+        .env("HOME", scratch.path())
+        .output()
+        .expect("setpriv (util-linux) runs the suite as nobody");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "as nobody:\n{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("test result: ok"), "{text}");
+}
