@@ -36,8 +36,8 @@
 //! namespace. `F` closes the standard library's exec-error pipe once `P`
 //! has `exec`ed (so the parent's spawn returns), ignores the signals a
 //! cancel sends the group (the program receives them itself), waits for
-//! `S`, and ends the way `P` ended: the same exit status or the same
-//! signal. So the parent sees one child, `F`, with the program's outcome,
+//! `S` (so nothing the program left running outlives the command), and
+//! ends the way `P` ended: the same exit status or the same signal. So the parent sees one child, `F`, with the program's outcome,
 //! and a signal to the group reaches the program.
 //!
 //! A failed `execve` is sent back to `F`, which returns it from the hook:
@@ -126,6 +126,13 @@ fn root_links() -> &'static [(CString, CString)] {
 pub fn available() -> bool {
     static AVAILABLE: OnceLock<bool> = OnceLock::new();
     *AVAILABLE.get_or_init(|| {
+        // The process's own environment (not a grant's `within`) may turn
+        // the layer off: for measuring the floor, and for a system where
+        // namespaces misbehave. Whoever sets it starts ral, and could as
+        // well start the program unconfined.
+        if std::env::var_os("RAL_SANDBOX_NAMESPACES").is_some_and(|v| v == "0") {
+            return false;
+        }
         if staging().is_none() {
             return false;
         }
@@ -192,6 +199,9 @@ enum Step {
         attr: u64,
         optional: bool,
     },
+    /// Set `attr` on the mount at a path and everything beneath, clearing
+    /// `clear`.
+    Attr(CString, u64, u64),
 }
 
 /// The devices a view's `/dev` holds.
@@ -208,6 +218,8 @@ pub struct View {
     proc_rule: u64,
     /// Whether `/` itself is bound (then the root is not the view's tmpfs).
     binds_root: bool,
+    /// The view is the host's hierarchy changed in place (no pivot).
+    in_place: bool,
     staging: CString,
     steps: Vec<Step>,
     /// Set at install: the working directory inside, the program, its
@@ -253,6 +265,55 @@ impl View {
                 format!("{gid} {gid} 1\n").into_bytes(),
             ))
         };
+        let in_place = !fs;
+        if in_place {
+            // Without a restricted `fs` the view is the whole hierarchy:
+            // it is changed where it stands (no root to build, nothing to
+            // pivot or detach), `nosuid` everywhere, `noexec` but for
+            // what `exec` admits.
+            let mut steps = Vec::new();
+            let everywhere = entries
+                .iter()
+                .find(|e| e.path == Path::new("/"))
+                .map_or(true, |e| e.exec);
+            let mut attr = MOUNT_ATTR_NOSUID;
+            if !everywhere {
+                attr |= MOUNT_ATTR_NOEXEC;
+            }
+            steps.push(Step::Attr(c("/")?, attr, 0));
+            for e in entries.iter().filter(|e| e.path != Path::new("/")) {
+                let p = cstr(&e.path)?;
+                steps.push(Step::Bind {
+                    src: p.clone(),
+                    dst: p.clone(),
+                    attr: 0,
+                    optional: true,
+                });
+                let (set, clear) = if e.exec {
+                    (MOUNT_ATTR_NOSUID, MOUNT_ATTR_NOEXEC)
+                } else {
+                    (MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC, 0)
+                };
+                steps.push(Step::Attr(p, set, clear));
+            }
+            return Ok(View {
+                flags,
+                maps,
+                root,
+                proc_rule,
+                binds_root: true,
+                in_place,
+                staging,
+                steps,
+                cwd: CString::default(),
+                program: CString::default(),
+                argv: Vec::new(),
+                envp: Vec::new(),
+                argv_ptrs: Vec::new(),
+                envp_ptrs: Vec::new(),
+                stack: Vec::new(),
+            });
+        }
         let mut steps = Vec::new();
         steps.push(Step::Mkdir(c("/newroot")?));
         steps.push(Step::Tmpfs(
@@ -345,6 +406,7 @@ impl View {
             root,
             proc_rule,
             binds_root,
+            in_place,
             staging,
             steps,
             cwd: CString::default(),
@@ -368,13 +430,15 @@ impl View {
             .or_else(|| std::env::current_dir().ok())
             .unwrap_or_else(|| PathBuf::from("/"));
         let cwd = crate::caps::real(&cwd);
-        let mut steps = Vec::new();
-        mkdir_parents(&cwd, &mut steps)?;
-        steps.push(Step::Mkdir(under_root("/newroot", &cwd)?));
-        // Made before the mounts would hide it; a mount on a shown
-        // ancestor makes these fail harmlessly (they are optional).
-        let at = self.steps.len().min(2);
-        self.steps.splice(at..at, steps);
+        if !self.in_place {
+            let mut steps = Vec::new();
+            mkdir_parents(&cwd, &mut steps)?;
+            steps.push(Step::Mkdir(under_root("/newroot", &cwd)?));
+            // Made before the mounts would hide it; a mount on a shown
+            // ancestor makes these fail harmlessly (they are optional).
+            let at = self.steps.len().min(2);
+            self.steps.splice(at..at, steps);
+        }
         self.cwd = cstr(&cwd)?;
         self.program = CString::new(cmd.get_program().as_bytes())
             .map_err(|_| "the program's name holds a NUL byte".to_owned())?;
@@ -461,9 +525,13 @@ fn write_file(path: &[u8], data: &[u8]) -> std::io::Result<()> {
 }
 
 fn set_attr(path: &CString, attr: u64) -> std::io::Result<()> {
+    set_attr_clear(path, attr, 0)
+}
+
+fn set_attr_clear(path: &CString, attr: u64, clear: u64) -> std::io::Result<()> {
     let a = MountAttr {
         attr_set: attr,
-        attr_clr: 0,
+        attr_clr: clear,
         propagation: 0,
         userns_fd: 0,
     };
@@ -549,8 +617,11 @@ fn run_steps(steps: &[Step]) -> std::io::Result<()> {
                     }
                     return Err(e);
                 }
-                set_attr(dst, *attr)?;
+                if *attr != 0 {
+                    set_attr(dst, *attr)?;
+                }
             }
+            Step::Attr(p, set, clear) => set_attr_clear(p, *set, *clear)?,
         }
     }
     Ok(())
@@ -610,17 +681,19 @@ pub fn hook(view: &View, floor: &Floor<'_>) -> std::io::Result<()> {
             libc::MS_REC | libc::MS_PRIVATE,
             std::ptr::null(),
         ))?;
-        check(libc::mount(
-            c"ral".as_ptr(),
-            view.staging.as_ptr(),
-            c"tmpfs".as_ptr(),
-            libc::MS_NOSUID | libc::MS_NODEV,
-            c"mode=0755".as_ptr().cast(),
-        ))?;
-        check(libc::chdir(view.staging.as_ptr()))?;
-        check(libc::mkdir(c"oldroot".as_ptr(), 0o755))?;
-        check(libc::syscall(libc::SYS_pivot_root, c".".as_ptr(), c"oldroot".as_ptr()) as i32)?;
-        check(libc::chdir(c"/".as_ptr()))?;
+        if !view.in_place {
+            check(libc::mount(
+                c"ral".as_ptr(),
+                view.staging.as_ptr(),
+                c"tmpfs".as_ptr(),
+                libc::MS_NOSUID | libc::MS_NODEV,
+                c"mode=0755".as_ptr().cast(),
+            ))?;
+            check(libc::chdir(view.staging.as_ptr()))?;
+            check(libc::mkdir(c"oldroot".as_ptr(), 0o755))?;
+            check(libc::syscall(libc::SYS_pivot_root, c".".as_ptr(), c"oldroot".as_ptr()) as i32)?;
+            check(libc::chdir(c"/".as_ptr()))?;
+        }
         run_steps(&view.steps)?;
         let mut exec_pipe = [0; 2];
         check(libc::pipe2(exec_pipe.as_mut_ptr(), libc::O_CLOEXEC))?;
@@ -663,6 +736,11 @@ pub fn hook(view: &View, floor: &Floor<'_>) -> std::io::Result<()> {
             libc::syscall(libc::SYS_close_range, 3u32, (keep - 1) as u32, 0u32);
         }
         libc::syscall(libc::SYS_close_range, (keep + 1) as u32, u32::MAX, 0u32);
+        // The relay keeps none of the program's streams either, so a pipe
+        // ends when the program's end of it does.
+        for fd in 0..3 {
+            libc::close(fd);
+        }
         for sig in [
             libc::SIGTERM,
             libc::SIGINT,
@@ -672,6 +750,9 @@ pub fn hook(view: &View, floor: &Floor<'_>) -> std::io::Result<()> {
         ] {
             libc::signal(sig, libc::SIG_IGN);
         }
+        // `S` reports the program's status and exits, which ends the
+        // namespace and everything left in it: `F` waits for that, so
+        // nothing the program started outlives the command.
         let mut st = 0;
         while libc::waitpid(s, &mut st, 0) < 0 {
             if *libc::__errno_location() != libc::EINTR {
@@ -734,9 +815,14 @@ extern "C" fn init(arg: *mut libc::c_void) -> libc::c_int {
             libc::write(sh.exec_w, b.as_ptr().cast(), 4);
             libc::_exit(127)
         };
+        let proc_at = if view.in_place {
+            c"/proc"
+        } else {
+            c"/newroot/proc"
+        };
         if libc::mount(
             c"proc".as_ptr(),
-            c"/newroot/proc".as_ptr(),
+            proc_at.as_ptr(),
             c"proc".as_ptr(),
             libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
             std::ptr::null(),
@@ -745,21 +831,24 @@ extern "C" fn init(arg: *mut libc::c_void) -> libc::c_int {
             // A runtime that masks parts of /proc forbids a new one: the
             // host's (without its other processes' memory, which the
             // Landlock domain's ptrace rule refuses) stands in.
-            if libc::mount(
-                c"/oldroot/proc".as_ptr(),
-                c"/newroot/proc".as_ptr(),
-                std::ptr::null(),
-                libc::MS_BIND | libc::MS_REC,
-                std::ptr::null(),
-            ) < 0
+            // In place, the host's is already there.
+            if !view.in_place
+                && libc::mount(
+                    c"/oldroot/proc".as_ptr(),
+                    c"/newroot/proc".as_ptr(),
+                    std::ptr::null(),
+                    libc::MS_BIND | libc::MS_REC,
+                    std::ptr::null(),
+                ) < 0
             {
                 return fail(sh);
             }
         }
-        if libc::chdir(c"/newroot".as_ptr()) < 0
-            || libc::syscall(libc::SYS_pivot_root, c".".as_ptr(), c".".as_ptr()) < 0
-            || libc::umount2(c".".as_ptr(), libc::MNT_DETACH) < 0
-            || libc::chdir(c"/".as_ptr()) < 0
+        if !view.in_place
+            && (libc::chdir(c"/newroot".as_ptr()) < 0
+                || libc::syscall(libc::SYS_pivot_root, c".".as_ptr(), c".".as_ptr()) < 0
+                || libc::umount2(c".".as_ptr(), libc::MNT_DETACH) < 0
+                || libc::chdir(c"/".as_ptr()) < 0)
         {
             return fail(sh);
         }
@@ -793,11 +882,20 @@ extern "C" fn init(arg: *mut libc::c_void) -> libc::c_int {
         }
         sh.pid_p = p;
         libc::close(sh.exec_w);
+        // The init keeps none of the program's streams.
+        for fd in 0..3 {
+            libc::close(fd);
+        }
         // The namespace's init: reap everything; when the program ends,
         // report how and end the namespace.
         loop {
             let mut st = 0;
-            let w = libc::waitpid(-1, &mut st, 0);
+            let w = libc::waitpid(-1, &mut st, libc::WUNTRACED);
+            if w > 0 && libc::WIFSTOPPED(st) {
+                // ral does not suspend (§11.6): whoever waits resumes.
+                libc::kill(w, libc::SIGCONT);
+                continue;
+            }
             if w == p {
                 let b = st.to_ne_bytes();
                 libc::write(sh.status_w, b.as_ptr().cast(), 4);
