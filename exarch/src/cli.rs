@@ -23,10 +23,11 @@ use crate::agent::{Agent, AgentConfig};
 use crate::control::Control;
 use crate::headless::{self, HeadlessRun, OutputFormat};
 use crate::interactive;
-use crate::log::{self, SessionLog};
+use crate::log::{self, RunDir, SessionLog};
 use crate::profiles::{self, Profile};
-use crate::prompt::{system_prompt, HostFacts};
+use crate::prompt::{self, HostFacts};
 use crate::provider::{HttpConfig, HttpProvider, Provider, WireFormat};
+use crate::resume;
 use crate::session::{Session, SessionConfig};
 use crate::tool::TIMEOUT_MAX_SECS;
 
@@ -40,13 +41,6 @@ pub enum ProviderArg {
 }
 
 impl ProviderArg {
-    fn wire(self) -> WireFormat {
-        match self {
-            ProviderArg::Anthropic => WireFormat::Anthropic,
-            ProviderArg::Openai => WireFormat::OpenAi,
-        }
-    }
-
     fn key_var(self) -> &'static str {
         match self {
             ProviderArg::Anthropic => "ANTHROPIC_API_KEY",
@@ -69,6 +63,18 @@ impl ProviderArg {
     }
 }
 
+/// Which OpenAI API to speak.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum OpenAiApi {
+    /// Responses for the models only it serves (`-pro`, Codex, …), else
+    /// Chat Completions.
+    Auto,
+    /// Chat Completions (also OpenRouter, vLLM, llama.cpp, Ollama).
+    Chat,
+    /// Responses.
+    Responses,
+}
+
 /// exarch: a coding agent whose one tool runs ral programs on a persistent
 /// ral session.
 #[derive(Debug, Parser)]
@@ -80,6 +86,10 @@ pub struct Args {
     /// The model (default: claude-sonnet-4-5 or gpt-4.1).
     #[arg(long)]
     pub model: Option<String>,
+    /// The OpenAI API: Chat Completions, Responses, or the one the model
+    /// needs.
+    #[arg(long, value_enum, default_value_t = OpenAiApi::Auto)]
+    pub openai_api: OpenAiApi,
     /// The server root; exarch appends /v1/messages or /v1/chat/completions
     /// (default: $ANTHROPIC_BASE_URL / $OPENAI_BASE_URL, else the public
     /// API).
@@ -126,6 +136,21 @@ pub struct Args {
     /// that meets the profile, so it can only narrow it; repeatable.
     #[arg(long, value_name = "FILE")]
     pub capabilities: Vec<String>,
+    /// Resume the newest run for this working directory: its
+    /// conversation, with a fresh shell.
+    #[arg(long = "continue", conflicts_with = "resume")]
+    pub continue_run: bool,
+    /// Resume a named run: its directory, its log.jsonl, or its name.
+    #[arg(long, value_name = "RUN")]
+    pub resume: Option<String>,
+    /// Leave the project's AGENTS.md files (the working directory's and
+    /// its parents' up to the repository root) out of the system prompt.
+    #[arg(long)]
+    pub no_project_instructions: bool,
+    /// The model's context window in tokens, over exarch's table of known
+    /// models (an unknown model gets a small default).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(4096..))]
+    pub context_window: Option<u64>,
 }
 
 /// The keys, taken out of the environment.
@@ -176,6 +201,67 @@ fn prepare_child_environment() {
     std::env::set_var("GIT_PAGER", "cat");
 }
 
+/// Where a run keeps its log and evicted outputs.
+struct RunPlace {
+    log: SessionLog,
+    run: Option<RunDir>,
+    /// The outputs directory (the run's, or one under the temp dir when no
+    /// run directory could be made).
+    outputs: Option<PathBuf>,
+}
+
+/// A new run directory: under `--log-dir` when given (a failure there is
+/// reported and the run goes on without a log: the user chose the place),
+/// else under the default directory, falling back to one under the temp
+/// dir when that cannot be written (a read-only or missing home).
+fn new_run(chosen: Option<&std::path::Path>, cwd: &std::path::Path) -> RunPlace {
+    let without = |why: String| -> RunPlace {
+        eprintln!("exarch: {why}; continuing without a session log");
+        let outputs = std::env::temp_dir().join(format!("exarch-outputs-{}", std::process::id()));
+        RunPlace {
+            log: SessionLog::disabled(),
+            run: None,
+            outputs: std::fs::create_dir_all(&outputs).ok().map(|()| outputs),
+        }
+    };
+    let made = |log: SessionLog, run: RunDir| RunPlace {
+        log,
+        outputs: Some(run.outputs()),
+        run: Some(run),
+    };
+    if let Some(root) = chosen {
+        return match SessionLog::create_run(root, cwd) {
+            Ok((log, run)) => made(log, run),
+            Err(e) => without(format!(
+                "cannot open a session log in {}: {e}",
+                root.display()
+            )),
+        };
+    }
+    let root = log::default_dir();
+    match SessionLog::create_run(&root, cwd) {
+        Ok((log, run)) => made(log, run),
+        Err(e) => {
+            let fallback = log::fallback_dir();
+            match SessionLog::create_run(&fallback, cwd) {
+                Ok((log, run)) => {
+                    eprintln!(
+                        "exarch: warning: cannot write the log directory {} ({e}); logging to {}",
+                        root.display(),
+                        fallback.display()
+                    );
+                    made(log, run)
+                }
+                Err(e2) => without(format!(
+                    "cannot open a session log in {} ({e}) or {} ({e2})",
+                    root.display(),
+                    fallback.display()
+                )),
+            }
+        }
+    }
+}
+
 /// The binary's entry; returns the exit status.
 pub fn main() -> i32 {
     let creds = Credentials::take_from_env();
@@ -207,19 +293,22 @@ pub fn run(args: Args, creds: Credentials) -> i32 {
     if !args.headless && args.output_format == OutputFormat::Json {
         return usage_error("--output-format json needs --headless");
     }
+    let resuming = args.continue_run || args.resume.is_some();
     let prompt = if args.headless {
         let text = match (&args.prompt, &args.file) {
-            (Some(p), _) => p.clone(),
+            (Some(p), _) => Some(p.clone()),
             (None, Some(f)) => match std::fs::read_to_string(f) {
-                Ok(t) => t,
+                Ok(t) => Some(t),
                 Err(e) => return usage_error(&format!("cannot read {}: {e}", f.display())),
             },
+            // A resumed run may go on with no new prompt.
+            (None, None) if resuming => None,
             (None, None) => return usage_error("--headless needs --prompt TEXT or --file PATH"),
         };
-        if text.trim().is_empty() {
+        if text.as_ref().is_some_and(|t| t.trim().is_empty()) {
             return usage_error("the prompt is blank");
         }
-        Some(text)
+        text
     } else {
         None
     };
@@ -230,13 +319,70 @@ pub fn run(args: Args, creds: Credentials) -> i32 {
         },
         None => None,
     };
+    // The run's directory first: the profiles grant reading its evicted
+    // outputs (EXARCH_RUN_DIR), and it is removed again when start-up
+    // fails.
+    let start_dir = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
+    let restored = if resuming {
+        let roots = match &args.log_dir {
+            Some(d) => vec![d.clone()],
+            None => vec![log::default_dir(), log::fallback_dir()],
+        };
+        let found = resume::find(&roots, &start_dir, args.resume.as_deref())
+            .and_then(|run| Ok((resume::load(&run)?, run)));
+        match found {
+            Ok(r) => Some(r),
+            Err(e) => return usage_error(&e),
+        }
+    } else {
+        None
+    };
+    let RunPlace {
+        log: mut session_log,
+        run,
+        outputs,
+    } = match &restored {
+        Some((_, run)) => match SessionLog::append_to(run) {
+            Ok(log) => RunPlace {
+                log,
+                outputs: Some(run.outputs()),
+                run: Some(run.clone()),
+            },
+            Err(e) => {
+                return usage_error(&format!(
+                    "cannot append to the log of run {}: {e}",
+                    run.dir.display()
+                ))
+            }
+        },
+        None => new_run(args.log_dir.as_deref(), &start_dir),
+    };
+    // A run made by this start-up is removed when start-up fails; a
+    // resumed one is never touched.
+    let fresh = restored.is_none();
+    let discard_run = |run: &Option<RunDir>| {
+        if let (true, Some(r)) = (fresh, run) {
+            let _ = std::fs::remove_dir_all(&r.dir);
+        }
+    };
+    if let Some(o) = &outputs {
+        std::env::set_var("EXARCH_RUN_DIR", o.parent().unwrap_or(o));
+    }
     // The capability ceiling, before anything else can fail later: a bad
     // profile is a usage error.
-    let start_dir = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
-    let ceiling = match profiles::ceiling(args.profile, &args.capabilities, &start_dir) {
-        Ok(c) => c,
-        Err(report) => return usage_error(report.trim_end()),
-    };
+    let (ceiling, profile_warnings) =
+        match profiles::ceiling(args.profile, &args.capabilities, &start_dir) {
+            Ok(c) => c,
+            Err(report) => {
+                drop(session_log);
+                discard_run(&run);
+                return usage_error(report.trim_end());
+            }
+        };
+    for w in &profile_warnings {
+        eprintln!("exarch: {w}");
+        session_log.record("notice", json!({ "text": w }));
+    }
     let base_url = args
         .base_url
         .clone()
@@ -244,6 +390,8 @@ pub fn run(args: Args, creds: Credentials) -> i32 {
         .filter(|u| !u.trim().is_empty());
     let key = creds.for_provider(args.provider);
     if key.is_none() && base_url.is_none() {
+        drop(session_log);
+        discard_run(&run);
         return usage_error(&format!(
             "{} is not set (a key is needed for the public API; a --base-url server may do without)",
             args.provider.key_var()
@@ -253,7 +401,19 @@ pub fn run(args: Args, creds: Credentials) -> i32 {
         .model
         .clone()
         .unwrap_or_else(|| args.provider.default_model().to_owned());
-    let mut cfg = HttpConfig::new(args.provider.wire(), model.clone(), key);
+    let wire = match (args.provider, args.openai_api) {
+        (ProviderArg::Anthropic, OpenAiApi::Auto) => WireFormat::Anthropic,
+        (ProviderArg::Anthropic, OpenAiApi::Chat | OpenAiApi::Responses) => {
+            drop(session_log);
+            discard_run(&run);
+            return usage_error("--openai-api needs --provider openai");
+        }
+        (ProviderArg::Openai, OpenAiApi::Auto) => crate::provider::openai_wire_for(&model),
+        (ProviderArg::Openai, OpenAiApi::Chat) => WireFormat::OpenAi,
+        (ProviderArg::Openai, OpenAiApi::Responses) => WireFormat::Responses,
+    };
+    let mut cfg = HttpConfig::new(wire, model.clone(), key);
+    cfg.auto_api = args.openai_api == OpenAiApi::Auto;
     if let Some(u) = &base_url {
         cfg.base_url = u.trim().to_owned();
     }
@@ -267,17 +427,6 @@ pub fn run(args: Args, creds: Credentials) -> i32 {
         }
     };
 
-    let log_dir = args.log_dir.clone().unwrap_or_else(log::default_dir);
-    let mut session_log = match SessionLog::create_in(&log_dir) {
-        Ok(l) => l,
-        Err(e) => {
-            eprintln!(
-                "exarch: cannot open a session log in {}: {e}; continuing without one",
-                log_dir.display()
-            );
-            SessionLog::disabled()
-        }
-    };
     let ctl = Control::new(args.max_wall.map(Duration::from_secs));
     if let Err(e) = ctl.install_signal_handlers() {
         eprintln!("exarch: cannot install signal handlers: {e}");
@@ -285,7 +434,7 @@ pub fn run(args: Args, creds: Credentials) -> i32 {
     let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
     let date = log::rfc3339(SystemTime::now());
     let caps_section = profiles::prompt_section(args.profile, &ceiling, args.capabilities.len());
-    let system = system_prompt(
+    let mut system = prompt::build(
         persona.as_deref(),
         &HostFacts {
             cwd: &cwd,
@@ -295,10 +444,18 @@ pub fn run(args: Args, creds: Credentials) -> i32 {
             capabilities: Some(&caps_section),
         },
     );
+    if !args.no_project_instructions {
+        system.project = prompt::project_instructions(&cwd);
+    }
     session_log.record(
-        "session_started",
+        if fresh {
+            "session_started"
+        } else {
+            "session_resumed"
+        },
         json!({
             "provider": provider.name(),
+            "api": provider.config().wire.api(),
             "model": provider.model(),
             "base_url": provider.config().base_url,
             "streaming": !args.no_stream,
@@ -312,6 +469,9 @@ pub fn run(args: Args, creds: Credentials) -> i32 {
             "timeout_secs": args.timeout_secs,
             "profile": args.profile.name(),
             "capabilities": args.capabilities,
+            "run": run.as_ref().map(|r| r.id.clone()),
+            "project_instructions": !system.project.is_empty(),
+            "context_window": args.context_window,
         }),
     );
     let session = Session::new(SessionConfig {
@@ -325,17 +485,39 @@ pub fn run(args: Args, creds: Credentials) -> i32 {
         AgentConfig {
             system,
             max_turns: args.max_turns,
+            context_window: args.context_window,
+            max_tokens: args.max_tokens,
+            outputs,
+            capability_files: args.capabilities.clone(),
+            start_dir: start_dir.clone(),
         },
     )
     .with_log(session_log);
-    match prompt {
-        Some(prompt) => headless::run(HeadlessRun {
+    let mut agent = agent;
+    if let (Some((restored, run)), Some(_)) = (&restored, &run) {
+        let prompt_follows = prompt.is_some() || !args.headless;
+        let notice = resume::notice(restored, &run.id, &start_dir, prompt_follows);
+        agent.resume(restored, &notice);
+        eprintln!(
+            "exarch: resumed run {} ({} messages{})",
+            run.dir.display(),
+            restored.history.len(),
+            if restored.skipped_lines > 0 {
+                format!(", {} unreadable log lines skipped", restored.skipped_lines)
+            } else {
+                String::new()
+            }
+        );
+    }
+    if args.headless {
+        headless::run(HeadlessRun {
             agent,
-            prompt: &prompt,
+            prompt: prompt.as_deref(),
             ctl: &ctl,
             format: args.output_format,
             started,
-        }),
-        None => interactive::run(agent, &ctl, started),
+        })
+    } else {
+        interactive::run(agent, &ctl, started)
     }
 }

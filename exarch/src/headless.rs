@@ -18,10 +18,12 @@ use std::time::{Duration, Instant};
 use clap::ValueEnum;
 use serde_json::{json, Value};
 
-use crate::agent::{Agent, ExchangeOutcome, ExchangeStop, ShownCall, Ui};
+use crate::agent::{
+    Agent, AgentEvent, ContextStatus, CostReport, ExchangeOutcome, ExchangeStop, Purpose,
+    RequestUsage, Ui,
+};
 use crate::control::{Control, Stop};
 use crate::message::Usage;
-use crate::pricing::cost;
 
 /// `--output-format`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -33,7 +35,8 @@ pub enum OutputFormat {
 /// What a headless run needs.
 pub struct HeadlessRun<'a, 'p> {
     pub agent: Agent<'p>,
-    pub prompt: &'a str,
+    /// The prompt; `None` continues a resumed conversation as it stands.
+    pub prompt: Option<&'a str>,
     pub ctl: &'a Control,
     pub format: OutputFormat,
     pub started: Instant,
@@ -67,21 +70,35 @@ fn subtype(stop: &ExchangeStop) -> &'static str {
     }
 }
 
-/// The result object.
+/// What the result object reports besides how the exchange ended.
+#[derive(Clone, Debug, Default)]
+pub struct Accounts<'a> {
+    /// The run's totals (turns, summaries, tokens, dollars).
+    pub total: CostReport,
+    /// Every model request, in order.
+    pub ledger: &'a [RequestUsage],
+    /// The context window's state at the end.
+    pub context: Option<ContextStatus>,
+}
+
+/// The result object: Claude Code's keys, and `exchanges` (each model
+/// request's usage and cost) and `context` (the window and what
+/// compaction did).
 pub fn result_object(
     out: &ExchangeOutcome,
-    num_turns: u32,
-    usage: &Usage,
+    accounts: &Accounts<'_>,
     model: &str,
     duration: Duration,
     session_log: Option<&str>,
 ) -> Value {
+    let num_turns = accounts.total.turns;
     let is_error = out.stop != ExchangeStop::EndTurn;
     let error = match &out.stop {
         ExchangeStop::EndTurn => None,
         ExchangeStop::Error => Some(out.error.clone().unwrap_or_else(|| "provider error".into())),
         ExchangeStop::MaxTurns => Some(format!(
-            "the model did not finish within the turn limit ({num_turns} requests)"
+            "the model did not finish within the turn limit ({} requests)",
+            out.turns
         )),
         ExchangeStop::MaxTokens => {
             Some("the final reply was cut off by the output token limit".to_owned())
@@ -90,6 +107,19 @@ pub fn result_object(
         ExchangeStop::Stopped(Stop::Interrupt) => Some("interrupted (SIGINT)".into()),
         ExchangeStop::Stopped(Stop::Terminate) => Some("terminated (SIGTERM)".into()),
     };
+    let exchanges: Vec<Value> = accounts
+        .ledger
+        .iter()
+        .map(|r| {
+            json!({
+                "n": r.n,
+                "purpose": r.purpose.as_str(),
+                "model": r.model,
+                "usage": r.usage,
+                "cost_usd": r.cost_usd,
+            })
+        })
+        .collect();
     let mut obj = json!({
         "type": "result",
         "subtype": subtype(&out.stop),
@@ -98,11 +128,24 @@ pub fn result_object(
         "stop_reason": out.stop.as_str(),
         "num_turns": num_turns,
         "duration_ms": u64::try_from(duration.as_millis()).unwrap_or(u64::MAX),
-        "total_cost_usd": cost(model, usage),
-        "usage": usage,
+        "total_cost_usd": accounts.total.cost_usd,
+        "usage": accounts.total.usage,
         "model": model,
         "session_log": session_log,
+        "exchanges": exchanges,
     });
+    if let Some(c) = &accounts.context {
+        obj["context"] = json!({
+            "window": c.window,
+            "window_source": c.source.as_str(),
+            "reply_reserve": c.reply_reserve,
+            "last_prompt_estimate": c.estimate,
+            "last_prompt_tokens": c.prompt_tokens,
+            "evicted_outputs": c.evicted,
+            "summaries": c.summaries,
+            "summary_requests": accounts.total.summaries,
+        });
+    }
     if let Some(e) = error {
         obj["error"] = Value::String(e);
     }
@@ -152,19 +195,26 @@ pub fn run(r: HeadlessRun<'_, '_>) -> i32 {
     let mut ui = HeadlessUi {
         meta: meta.clone(),
         ctl: ctl.clone(),
-        usage: Usage::default(),
+        total: CostReport::default(),
+        ledger: Vec::new(),
+        context: None,
         turns: 0,
         last_text: String::new(),
     };
-    let out = agent.exchange(prompt, &mut ui, ctl);
-    let usage = agent.usage();
-    let num_turns = agent.requests();
+    let out = match prompt {
+        Some(p) => agent.exchange(p, &mut ui, ctl),
+        None => agent.continue_exchange(&mut ui, ctl),
+    };
+    let total = agent.cost();
     let code = exit_code(&out.stop);
     let obj = result_object(
         &out,
-        num_turns,
-        &usage,
-        &meta.model,
+        &Accounts {
+            total: total.clone(),
+            ledger: agent.ledger(),
+            context: Some(agent.context_status()),
+        },
+        agent.provider().model(),
         started.elapsed(),
         meta.session_log.as_deref(),
     );
@@ -186,8 +236,9 @@ pub fn run(r: HeadlessRun<'_, '_>) -> i32 {
         json!({
             "stop_reason": out.stop.as_str(),
             "is_error": obj["is_error"],
-            "num_turns": num_turns,
-            "usage": usage,
+            "num_turns": total.turns,
+            "summary_requests": total.summaries,
+            "usage": total.usage,
             "total_cost_usd": obj["total_cost_usd"],
             "duration_ms": obj["duration_ms"],
         }),
@@ -201,7 +252,9 @@ pub fn run(r: HeadlessRun<'_, '_>) -> i32 {
 struct HeadlessUi {
     meta: Meta,
     ctl: Control,
-    usage: Usage,
+    total: CostReport,
+    ledger: Vec<RequestUsage>,
+    context: Option<ContextStatus>,
     turns: u32,
     last_text: String,
 }
@@ -215,58 +268,74 @@ fn first_line(s: &str, max: usize) -> String {
 }
 
 impl Ui for HeadlessUi {
-    fn assistant_done(&mut self, text: &str) {
-        if !text.trim().is_empty() {
-            eprintln!("[assistant] {}", first_line(text, 200));
-            self.last_text = text.to_owned();
+    fn event(&mut self, ev: AgentEvent) {
+        match ev {
+            AgentEvent::TextDelta(_) => {}
+            AgentEvent::AssistantDone { text } => {
+                if !text.trim().is_empty() {
+                    eprintln!("[assistant] {}", first_line(&text, 200));
+                    self.last_text = text;
+                }
+            }
+            AgentEvent::ToolStarted(call) => {
+                let what = call.description.as_deref().unwrap_or("");
+                let cmd = call
+                    .cmd
+                    .as_deref()
+                    .map(|c| first_line(c, 120))
+                    .unwrap_or_default();
+                eprintln!(
+                    "[tool: {}] {what}{}{cmd}",
+                    call.name,
+                    if what.is_empty() { "" } else { " — " }
+                );
+            }
+            AgentEvent::ToolFinished { result, exit, .. } => match exit {
+                Some(code) => eprintln!("[exit {code}]"),
+                None => eprintln!("[tool error] {}", first_line(&result, 200)),
+            },
+            AgentEvent::Surface(text) => eprintln!("[surface] {}", first_line(&text, 200)),
+            AgentEvent::Notice(text) => eprintln!("[notice] {text}"),
+            AgentEvent::Retrying { attempt, wait, why } => eprintln!(
+                "[retry] attempt {attempt} failed ({}); retrying in {:.1}s",
+                first_line(&why, 160),
+                wait.as_secs_f64()
+            ),
+            AgentEvent::Usage {
+                request,
+                total,
+                context,
+                stop,
+            } => {
+                let u = request.usage;
+                let label = match request.purpose {
+                    Purpose::Turn => format!("turn {}", total.turns),
+                    Purpose::Summary => "summary".to_owned(),
+                };
+                eprintln!(
+                    "[{label}] in {} out {} cache-read {} cache-write {} ({stop}); context ~{} of {} tokens",
+                    u.input_tokens,
+                    u.output_tokens,
+                    u.cache_read_input_tokens,
+                    u.cache_creation_input_tokens,
+                    context.prompt_tokens.unwrap_or(context.estimate),
+                    context.window,
+                );
+                self.turns = total.turns;
+                self.total = total;
+                self.ledger.push(request);
+                self.context = Some(context);
+            }
+            AgentEvent::Compacted(c) => eprintln!(
+                "[context] {} → {} tokens: {} outputs evicted, {} messages summarised",
+                c.before, c.after, c.evicted, c.summarised_messages
+            ),
+            AgentEvent::Stuck { waited } => self.stuck(waited),
         }
     }
+}
 
-    fn tool_started(&mut self, call: &ShownCall<'_>) {
-        let what = call.description.unwrap_or("");
-        let cmd = call.cmd.map(|c| first_line(c, 120)).unwrap_or_default();
-        eprintln!(
-            "[tool: {}] {what}{}{cmd}",
-            call.name,
-            if what.is_empty() { "" } else { " — " }
-        );
-    }
-
-    fn tool_finished(&mut self, _call: &ShownCall<'_>, result: &str, exit: Option<i32>) {
-        match exit {
-            Some(code) => eprintln!("[exit {code}]"),
-            None => eprintln!("[tool error] {}", first_line(result, 200)),
-        }
-    }
-
-    fn surface(&mut self, text: &str) {
-        eprintln!("[surface] {}", first_line(text, 200));
-    }
-
-    fn notice(&mut self, text: &str) {
-        eprintln!("[notice] {text}");
-    }
-
-    fn retrying(&mut self, attempt: u32, wait: Duration, why: &str) {
-        eprintln!(
-            "[retry] attempt {attempt} failed ({}); retrying in {:.1}s",
-            first_line(why, 160),
-            wait.as_secs_f64()
-        );
-    }
-
-    fn request_done(&mut self, n: u32, usage: &Usage, stop: &str) {
-        self.usage += *usage;
-        self.turns = n;
-        eprintln!(
-            "[turn {n}] in {} out {} cache-read {} cache-write {} ({stop})",
-            usage.input_tokens,
-            usage.output_tokens,
-            usage.cache_read_input_tokens,
-            usage.cache_creation_input_tokens
-        );
-    }
-
+impl HeadlessUi {
     /// A stopped call that will not return: write the result now and exit,
     /// so no hung evaluation can cost the run its result.
     fn stuck(&mut self, waited: Duration) {
@@ -276,11 +345,16 @@ impl Ui for HeadlessUi {
             final_text: self.last_text.clone(),
             error: None,
             turns: self.turns,
+            usage: self.total.usage,
+            cost_usd: self.total.cost_usd,
         };
         let mut obj = result_object(
             &out,
-            self.turns,
-            &self.usage,
+            &Accounts {
+                total: self.total.clone(),
+                ledger: &self.ledger,
+                context: self.context,
+            },
             &self.meta.model,
             self.meta.started.elapsed(),
             self.meta.session_log.as_deref(),
@@ -310,19 +384,45 @@ mod tests {
 
     #[test]
     fn results_carry_claude_code_keys() {
-        let out = ExchangeOutcome {
-            stop: ExchangeStop::EndTurn,
-            final_text: "done".into(),
-            error: None,
-            turns: 2,
-        };
         let u = Usage {
             input_tokens: 3,
             output_tokens: 4,
             cache_creation_input_tokens: 5,
             cache_read_input_tokens: 6,
         };
-        let v = result_object(&out, 2, &u, "mystery", Duration::from_millis(1500), None);
+        let out = ExchangeOutcome {
+            stop: ExchangeStop::EndTurn,
+            final_text: "done".into(),
+            error: None,
+            turns: 2,
+            usage: u,
+            cost_usd: None,
+        };
+        let ledger = [RequestUsage {
+            n: 1,
+            purpose: Purpose::Summary,
+            model: "mystery".into(),
+            usage: u,
+            cost_usd: None,
+        }];
+        let accounts = Accounts {
+            total: CostReport {
+                turns: 2,
+                summaries: 1,
+                usage: u,
+                cost_usd: None,
+                unpriced: 3,
+            },
+            ledger: &ledger,
+            context: None,
+        };
+        let v = result_object(
+            &out,
+            &accounts,
+            "mystery",
+            Duration::from_millis(1500),
+            None,
+        );
         for key in [
             "type",
             "is_error",
@@ -332,23 +432,40 @@ mod tests {
             "duration_ms",
             "total_cost_usd",
             "usage",
+            "exchanges",
         ] {
             assert!(v.get(key).is_some(), "{key}");
         }
         assert_eq!(v["type"], "result");
         assert_eq!(v["is_error"], false);
+        assert_eq!(v["num_turns"], 2);
         assert_eq!(v["duration_ms"], 1500);
         assert_eq!(v["usage"]["cache_read_input_tokens"], 6);
         assert_eq!(v["total_cost_usd"], Value::Null);
+        assert_eq!(v["exchanges"][0]["purpose"], "summary");
+        assert_eq!(v["exchanges"][0]["usage"]["output_tokens"], 4);
         assert!(v.get("error").is_none());
         let stopped = ExchangeOutcome {
             stop: ExchangeStop::Stopped(Stop::Terminate),
             ..out
         };
-        let v = result_object(&stopped, 2, &u, "gpt-4.1", Duration::ZERO, Some("/x.jsonl"));
+        let priced = Accounts {
+            total: CostReport {
+                cost_usd: Some(0.5),
+                ..accounts.total.clone()
+            },
+            ..accounts
+        };
+        let v = result_object(
+            &stopped,
+            &priced,
+            "gpt-4.1",
+            Duration::ZERO,
+            Some("/x.jsonl"),
+        );
         assert_eq!(v["stop_reason"], "interrupted");
         assert_eq!(v["is_error"], true);
-        assert!(v["total_cost_usd"].as_f64().is_some());
+        assert_eq!(v["total_cost_usd"].as_f64(), Some(0.5));
         assert_eq!(exit_code(&stopped.stop), 143);
         assert_eq!(exit_code(&ExchangeStop::Stopped(Stop::Wall)), 124);
         assert_eq!(exit_code(&ExchangeStop::Error), 1);

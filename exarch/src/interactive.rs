@@ -3,8 +3,12 @@
 //! The reply streams to stdout as it arrives; each tool call shows its
 //! description (or its first line of source) and its exit status. Slash
 //! commands: `/clear` (forget the conversation and start a fresh shell),
+//! `/compact` (compact the conversation now), `/context` (the window and
+//! what compaction did), `/cost` (tokens and dollars so far), `/model
+//! NAME` and `/profile NAME` (switch for later requests and calls),
 //! `/resources` (what the session holds; never shown to the model),
-//! `/quit`. Ctrl-C cancels the running request or tool call and returns to
+//! `/quit`. All but `/resources` and `/quit` are [`Command`]s, the same
+//! ones a terminal UI gives. Ctrl-C cancels the running request or tool call and returns to
 //! the prompt; the session, its bindings and its workers stay. Ctrl-D or
 //! `/quit` leaves; SIGTERM leaves at once.
 //!
@@ -15,14 +19,15 @@ use std::io::{BufRead, Write};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
+use clap::ValueEnum;
+
 use serde_json::json;
 
-use crate::agent::{Agent, ExchangeStop, ShownCall, Ui};
+use crate::agent::{Agent, AgentEvent, Command, CommandOutcome, ExchangeStop, Ui};
 use crate::control::{Control, Stop};
-use crate::message::Usage;
-use crate::pricing::cost;
+use crate::profiles::Profile;
 
-const HELP: &str = "commands: /clear  /resources  /quit   (Ctrl-C cancels the running step)";
+const HELP: &str = "commands: /clear /compact /context /cost /model NAME /profile NAME /resources /quit   (Ctrl-C cancels the running step)";
 
 /// Runs the chat until `/quit`, end of input, or a terminate/wall stop;
 /// returns the exit status.
@@ -115,7 +120,14 @@ pub fn run(mut agent: Agent<'_>, ctl: &Control, started: Instant) -> i32 {
                 continue;
             }
             s if s.starts_with('/') => {
-                println!("unknown command {s}; {HELP}");
+                match parse_command(s) {
+                    Ok(cmd) => {
+                        let outcome = agent.command(cmd, &mut ui, ctl);
+                        ui.end_reply();
+                        show_outcome(&outcome);
+                    }
+                    Err(e) => println!("{e}; {HELP}"),
+                }
                 continue;
             }
             _ => {}
@@ -143,17 +155,16 @@ pub fn run(mut agent: Agent<'_>, ctl: &Control, started: Instant) -> i32 {
             }
         }
     }
-    let usage = agent.usage();
-    let requests = agent.requests();
-    let total = cost(agent.provider().model(), &usage);
+    let total = agent.cost();
     agent.log_mut().record(
         "session_ended",
         json!({
             "stop_reason": if code == 0 { "quit" } else { "interrupted" },
             "is_error": code != 0,
-            "num_turns": requests,
-            "usage": usage,
-            "total_cost_usd": total,
+            "num_turns": total.turns,
+            "summary_requests": total.summaries,
+            "usage": total.usage,
+            "total_cost_usd": total.cost_usd,
             "duration_ms": u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
         }),
     );
@@ -161,12 +172,74 @@ pub fn run(mut agent: Agent<'_>, ctl: &Control, started: Instant) -> i32 {
     code
 }
 
+/// A slash command as an agent [`Command`].
+fn parse_command(line: &str) -> Result<Command, String> {
+    let (name, arg) = line.split_once(' ').unwrap_or((line, ""));
+    let arg = arg.trim();
+    match name {
+        "/compact" => Ok(Command::Compact),
+        "/context" => Ok(Command::Context),
+        "/cost" => Ok(Command::Cost),
+        "/model" if !arg.is_empty() => Ok(Command::SetModel(arg.to_owned())),
+        "/model" => Err("/model needs a model name".to_owned()),
+        "/profile" => Profile::from_str(arg, true)
+            .map(Command::SetProfile)
+            .map_err(|_| format!("/profile needs one of: {}", profile_names())),
+        other => Err(format!("unknown command {other}")),
+    }
+}
+
+fn profile_names() -> String {
+    Profile::value_variants()
+        .iter()
+        .map(|p| p.name())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn show_outcome(outcome: &CommandOutcome) {
+    match outcome {
+        // The compaction's own event has been shown.
+        CommandOutcome::Compacted(_) => {}
+        CommandOutcome::ModelSet { model, window } => {
+            println!("(model {model}, context window {window} tokens)")
+        }
+        CommandOutcome::ProfileSet { profile } => {
+            println!("(profile {}: later calls run under it)", profile.name())
+        }
+        CommandOutcome::Cost(c) => println!(
+            "  {} turns, {} summaries; in {} out {} cache-read {} cache-write {}; {}",
+            c.turns,
+            c.summaries,
+            c.usage.input_tokens,
+            c.usage.output_tokens,
+            c.usage.cache_read_input_tokens,
+            c.usage.cache_creation_input_tokens,
+            match c.cost_usd {
+                Some(d) => format!("${d:.4}"),
+                None => "cost unknown for this model".to_owned(),
+            }
+        ),
+        CommandOutcome::Context(c) => println!(
+            "  window {} tokens ({}), {} kept for the reply; last prompt ~{} tokens; {} outputs \
+             evicted, {} summaries",
+            c.window,
+            c.source.as_str(),
+            c.reply_reserve,
+            c.prompt_tokens.unwrap_or(c.estimate),
+            c.evicted,
+            c.summaries
+        ),
+        CommandOutcome::Cleared => println!("(conversation and shell cleared)"),
+        CommandOutcome::Refused(why) => println!("(not done: {why})"),
+    }
+}
+
 /// Terminal presentation of one exchange.
 #[derive(Default)]
 struct ChatUi {
     /// Text is being streamed on the current line.
     mid_text: bool,
-    usage: Usage,
 }
 
 impl ChatUi {
@@ -179,58 +252,54 @@ impl ChatUi {
 }
 
 impl Ui for ChatUi {
-    fn assistant_delta(&mut self, text: &str) {
-        if !self.mid_text {
-            println!();
-        }
-        print!("{text}");
-        let _ = std::io::stdout().flush();
-        self.mid_text = true;
-    }
-
-    fn assistant_done(&mut self, _text: &str) {
-        self.end_reply();
-    }
-
-    fn tool_started(&mut self, call: &ShownCall<'_>) {
-        self.end_reply();
-        let shown = match (call.description, call.cmd) {
-            (Some(d), _) => d.to_owned(),
-            (None, Some(c)) => c.trim().lines().next().unwrap_or_default().to_owned(),
-            (None, None) => call.name.to_owned(),
-        };
-        println!("● {shown}");
-    }
-
-    fn tool_finished(&mut self, _call: &ShownCall<'_>, result: &str, exit: Option<i32>) {
-        match exit {
-            Some(0) => println!("  ⎿ ok"),
-            Some(n) => println!("  ⎿ exit {n}"),
-            None => println!("  ⎿ {}", result.lines().next().unwrap_or("tool error")),
-        }
-    }
-
-    fn surface(&mut self, text: &str) {
-        println!("  ▸ {text}");
-    }
-
-    fn notice(&mut self, text: &str) {
-        self.end_reply();
-        println!("  ({text})");
-    }
-
-    fn retrying(&mut self, _attempt: u32, wait: Duration, why: &str) {
-        self.end_reply();
-        println!("  (retrying in {:.1}s: {why})", wait.as_secs_f64());
-    }
-
-    fn request_done(&mut self, _n: u32, usage: &Usage, _stop: &str) {
-        self.usage += *usage;
-    }
-
-    fn stuck(&mut self, waited: Duration) {
-        if waited.as_millis() % 5000 < 20 {
-            println!("  (still waiting for the call to stop…)");
+    fn event(&mut self, ev: AgentEvent) {
+        match ev {
+            AgentEvent::TextDelta(text) => {
+                if !self.mid_text {
+                    println!();
+                }
+                print!("{text}");
+                let _ = std::io::stdout().flush();
+                self.mid_text = true;
+            }
+            AgentEvent::AssistantDone { .. } => self.end_reply(),
+            AgentEvent::ToolStarted(call) => {
+                self.end_reply();
+                let shown = match (&call.description, &call.cmd) {
+                    (Some(d), _) => d.clone(),
+                    (None, Some(c)) => c.trim().lines().next().unwrap_or_default().to_owned(),
+                    (None, None) => call.name.clone(),
+                };
+                println!("● {shown}");
+            }
+            AgentEvent::ToolFinished { result, exit, .. } => match exit {
+                Some(0) => println!("  ⎿ ok"),
+                Some(n) => println!("  ⎿ exit {n}"),
+                None => println!("  ⎿ {}", result.lines().next().unwrap_or("tool error")),
+            },
+            AgentEvent::Surface(text) => println!("  ▸ {text}"),
+            AgentEvent::Notice(text) => {
+                self.end_reply();
+                println!("  ({text})");
+            }
+            AgentEvent::Retrying { wait, why, .. } => {
+                self.end_reply();
+                println!("  (retrying in {:.1}s: {why})", wait.as_secs_f64());
+            }
+            AgentEvent::Usage { .. } => {}
+            AgentEvent::Compacted(c) => {
+                self.end_reply();
+                println!(
+                    "  (context compacted: {} → {} tokens; {} outputs evicted, {} messages \
+                     summarised)",
+                    c.before, c.after, c.evicted, c.summarised_messages
+                );
+            }
+            AgentEvent::Stuck { waited } => {
+                if waited.as_millis() % 5000 < 20 {
+                    println!("  (still waiting for the call to stop…)");
+                }
+            }
         }
     }
 }

@@ -13,14 +13,16 @@
 //!   snapshot, leases);
 //! - [`evidence`]: what a call ran, wrote and was refused, from its audit
 //!   trail, for the session log;
-//! - [`agent`]: the loop;
+//! - [`agent`], [`context`]: the loop, its event stream and commands, and
+//!   context management (the window, eviction, summaries);
 //! - [`profiles`]: the capability profiles every call runs under;
-//! - [`log`], [`prompt`], [`pricing`], [`control`], [`cli`], [`headless`],
-//!   [`interactive`]: the program around it.
+//! - [`log`], [`resume`], [`prompt`], [`pricing`], [`control`], [`cli`],
+//!   [`headless`], [`interactive`]: the program around it.
 
 pub mod agent;
 pub mod bus;
 pub mod cli;
+pub mod context;
 pub mod control;
 pub mod evidence;
 pub mod headless;
@@ -32,6 +34,7 @@ pub mod profiles;
 pub mod prompt;
 pub mod provider;
 pub mod render;
+pub mod resume;
 pub mod session;
 pub mod shell_eval;
 pub mod terminal;

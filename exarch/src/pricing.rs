@@ -43,6 +43,11 @@ const TABLE: &[(&str, Price)] = &[
     ("gpt-5-nano", p(0.05, 0.40, 0.0, 0.005)),
     ("gpt-5-mini", p(0.25, 2.0, 0.0, 0.025)),
     ("gpt-5", p(1.25, 10.0, 0.0, 0.125)),
+    ("o1", p(15.0, 60.0, 0.0, 7.50)),
+    ("o1-mini", p(1.10, 4.40, 0.0, 0.55)),
+    ("o3", p(2.0, 8.0, 0.0, 0.50)),
+    ("o3-mini", p(1.10, 4.40, 0.0, 0.55)),
+    ("o4-mini", p(1.10, 4.40, 0.0, 0.275)),
 ];
 
 /// The price of `model`, if the table knows it (a `vendor/` prefix, as
@@ -81,6 +86,8 @@ mod tests {
             Some(25.0)
         );
         assert_eq!(price("claude-opus-4-1").map(|p| p.output), Some(75.0));
+        assert_eq!(price("o3-mini").map(|p| p.input), Some(1.10));
+        assert_eq!(price("o3").map(|p| p.input), Some(2.0));
         assert_eq!(cost("mystery-model", &Usage::default()), None);
         let u = Usage {
             input_tokens: 1_000_000,

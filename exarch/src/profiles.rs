@@ -22,7 +22,7 @@
 use std::path::Path;
 
 use clap::ValueEnum;
-use ral_host::profile::load_profile;
+use ral_host::profile::{load_builtin_profile, load_profile};
 use ral_host::{Capabilities, Color};
 
 /// A named profile.
@@ -90,12 +90,36 @@ impl Profile {
     }
 }
 
-/// The session's ceiling: `profile`, then each `--capabilities` file, all
-/// decoded against `cwd`. The error is the report for standard error.
-pub fn ceiling(profile: Profile, files: &[String], cwd: &Path) -> Result<Capabilities, String> {
+/// The session's ceiling and the warnings to print: `profile`, then each
+/// `--capabilities` file, all decoded against `cwd`.
+///
+/// The named profile is exarch's own, so it loads leniently
+/// ([`load_builtin_profile`]): a path it cannot resolve here (no `HOME`, an
+/// XDG directory that is the root, an unclaimed `gitdir:` pointer) is left
+/// out, which only narrows it, and named in one warning line each, and
+/// exarch starts. A `--capabilities` file is the user's and loads
+/// strictly: any failure is the error, the report for standard error.
+pub fn ceiling(
+    profile: Profile,
+    files: &[String],
+    cwd: &Path,
+) -> Result<(Capabilities, Vec<String>), String> {
     let name = format!("<profile {}>", profile.name());
-    let layer = load_profile(&name, profile.source(), cwd, &profile.label(), Color::Never)
-        .map_err(|e| format!("the {} profile could not be loaded:\n{e}", profile.name()))?;
+    let (layer, left_out) =
+        load_builtin_profile(&name, profile.source(), cwd, &profile.label(), Color::Never)
+            .map_err(|e| format!("the {} profile could not be loaded:\n{e}", profile.name()))?;
+    let warnings = left_out
+        .iter()
+        .map(|o| {
+            format!(
+                "warning: the {} profile leaves out its {} entry `{}`: {}",
+                profile.name(),
+                o.list,
+                o.entry,
+                o.reason
+            )
+        })
+        .collect();
     let mut caps = Capabilities::root().with_layer(layer);
     for file in files {
         let text = std::fs::read_to_string(file)
@@ -109,7 +133,7 @@ pub fn ceiling(profile: Profile, files: &[String], cwd: &Path) -> Result<Capabil
         let layer = load_profile(file, &text, cwd, &label, Color::Never)?;
         caps = caps.with_layer(layer);
     }
-    Ok(caps)
+    Ok((caps, warnings))
 }
 
 /// The system prompt's section on capabilities.
@@ -153,7 +177,7 @@ mod tests {
     fn every_named_profile_loads() {
         let cwd = std::env::temp_dir();
         for p in Profile::value_variants() {
-            let caps = ceiling(*p, &[], &cwd).unwrap();
+            let caps = ceiling(*p, &[], &cwd).unwrap().0;
             assert_eq!(caps.layers().len(), 1);
             let confines = caps.layers()[0].confines();
             assert_eq!(confines, *p != Profile::Dangerous, "{p:?}");
@@ -164,7 +188,7 @@ mod tests {
     #[test]
     fn the_descending_profiles_take_away_what_they_say() {
         let cwd = std::env::temp_dir();
-        let layer = |p: Profile| ceiling(p, &[], &cwd).unwrap().layers()[0].clone();
+        let layer = |p: Profile| ceiling(p, &[], &cwd).unwrap().0.layers()[0].clone();
         assert_eq!(layer(Profile::Reasonable).net, None);
         assert_eq!(layer(Profile::ReadOnly).net, None);
         assert_eq!(layer(Profile::Minimal).net, Some(false));
@@ -179,7 +203,7 @@ mod tests {
     #[test]
     fn the_prompt_section_names_the_profile_and_how_denials_look() {
         let cwd = std::env::temp_dir();
-        let caps = ceiling(Profile::Confined, &[], &cwd).unwrap();
+        let (caps, _) = ceiling(Profile::Confined, &[], &cwd).unwrap();
         let s = prompt_section(Profile::Confined, &caps, 0);
         assert!(s.contains("`confined`") && s.contains("no network"), "{s}");
         assert!(s.contains("denied by grant"), "{s}");

@@ -117,9 +117,25 @@ pub struct CallReport {
     pub evidence: Option<Evidence>,
 }
 
+/// What the shell holds that a later process cannot: the session's own
+/// bindings (with their types), its working directory, and its running
+/// workers. The agent logs how it changes (`shell_state`), so a resumed
+/// run can tell the model what no longer exists.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ShellState {
+    /// Name and type of each binding the session made, sorted by name.
+    pub bindings: Vec<(String, String)>,
+    pub cwd: Option<String>,
+    /// Id and what each running worker is (`spawn: description`), sorted.
+    pub workers: Vec<(String, String)>,
+}
+
 /// See the module docs.
 pub struct Session {
     shell: Shell,
+    /// The names a fresh shell already has (the prelude), which are not
+    /// the session's own.
+    baseline: std::collections::HashSet<String>,
     /// The session as the completed calls left it; refreshed on the worker
     /// right before each call, replaced by a prune's snapshot, restored
     /// after a panic the pump caught.
@@ -179,6 +195,7 @@ impl Session {
         shell.arm_binding_lease(BindingLease::idle_turns(cfg.binding_idle_calls));
         let durable = shell.snapshot();
         Session {
+            baseline: shell.names().map(str::to_owned).collect(),
             shell,
             durable,
             phase: Phase::ReadyForUser,
@@ -196,8 +213,61 @@ impl Session {
         let mut shell = assemble_shell(&self.cfg.ceiling);
         shell.arm_binding_lease(BindingLease::idle_turns(self.cfg.binding_idle_calls));
         self.durable = shell.snapshot();
+        self.baseline = shell.names().map(str::to_owned).collect();
         self.shell = shell;
         self.phase = Phase::ReadyForUser;
+    }
+
+    /// The session's own bindings, working directory and running workers.
+    pub fn state(&self) -> ShellState {
+        let mut names: Vec<&str> = self
+            .shell
+            .names()
+            .filter(|n| !self.baseline.contains(*n))
+            .collect();
+        names.sort_unstable();
+        names.dedup();
+        let bindings = names
+            .into_iter()
+            .map(|n| {
+                let ty = self.shell.binding_type(n).unwrap_or_default();
+                (n.to_owned(), ty)
+            })
+            .collect();
+        let mut workers: Vec<(String, String)> = self
+            .shell
+            .workers()
+            .list()
+            .into_iter()
+            .filter(|w| w.status == ral_host::workers::WorkerStatus::Running)
+            .map(|w| {
+                let what = if w.description.is_empty() {
+                    w.class.to_owned()
+                } else {
+                    format!("{}: {}", w.class, w.description)
+                };
+                (w.id, what)
+            })
+            .collect();
+        workers.sort();
+        ShellState {
+            bindings,
+            cwd: self
+                .shell
+                .mobile()
+                .context
+                .cwd
+                .as_ref()
+                .map(|p| p.display().to_string()),
+            workers,
+        }
+    }
+
+    /// Runs later calls under `ceiling` (a profile switch). The running
+    /// shell keeps its bindings; the new ceiling also holds after a clear.
+    pub fn set_ceiling(&mut self, ceiling: Capabilities) {
+        self.shell.set_capability_ceiling(ceiling.clone());
+        self.cfg.ceiling = ceiling;
     }
 
     /// Where the session is.
@@ -499,6 +569,38 @@ mod tests {
         assert!(s.shell().get("scratch").is_none());
         assert!(s.durable.get("scratch").is_none());
         assert_eq!(s.shell().get("keep"), Some(&Value::Int(2)));
+    }
+
+    #[test]
+    fn the_state_names_the_sessions_own_bindings_cwd_and_workers() {
+        let mut s = Session::new(SessionConfig::default());
+        assert_eq!(s.state().bindings, Vec::<(String, String)>::new());
+        let dir = tempfile::tempdir().unwrap();
+        let ctl = Control::default();
+        let r = s.run_turn(
+            &call(&format!(
+                "let n = 41\nlet h = service 'a sleeper' {{ sleep 30 }}\ncd '{}'",
+                dir.path().display()
+            )),
+            &mut (),
+            &ctl,
+        );
+        assert_eq!(r.outcome.status(), 0, "{}", r.text);
+        let st = s.state();
+        let names: Vec<&str> = st.bindings.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names, vec!["h", "n"]);
+        assert_eq!(st.bindings[1].1, "Integer");
+        assert_eq!(st.workers.len(), 1, "{:?}", st.workers);
+        assert!(st.workers[0].1.contains("a sleeper"), "{:?}", st.workers);
+        let real = dir.path().canonicalize().unwrap();
+        assert!(
+            st.cwd.as_deref() == Some(&real.display().to_string())
+                || st.cwd.as_deref() == Some(&dir.path().display().to_string()),
+            "{:?}",
+            st.cwd
+        );
+        s.clear();
+        assert!(s.state().bindings.is_empty());
     }
 
     #[test]

@@ -6,7 +6,6 @@
 mod common;
 
 use std::io::Read;
-use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -58,7 +57,7 @@ fn spawn(
 ) -> Child {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_exarch"));
     cmd.arg("--headless")
-        .args(["--provider", wire.name()])
+        .args(wire.args())
         .args(["--model", "test-model"])
         .args(["--base-url", &server.url()])
         .args(["--output-format", "json"])
@@ -120,10 +119,7 @@ fn finish(mut child: Child, limit: Duration, dir: tempfile::TempDir) -> Run {
 }
 
 fn read_log(dir: &std::path::Path) -> Vec<Value> {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return Vec::new();
-    };
-    let files: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
+    let files = run_logs(dir);
     assert!(files.len() <= 1, "one log per run: {files:?}");
     files
         .first()
@@ -143,11 +139,13 @@ fn run(server: &FakeServer, wire: Wire, stream: bool, extra: &[&str], limit: Dur
     finish(child, limit, dir)
 }
 
-const MODES: [(Wire, bool); 4] = [
+const MODES: [(Wire, bool); 6] = [
     (Wire::Anthropic, true),
     (Wire::Anthropic, false),
     (Wire::OpenAi, true),
     (Wire::OpenAi, false),
+    (Wire::Responses, true),
+    (Wire::Responses, false),
 ];
 
 const PATIENCE: Duration = Duration::from_secs(30);
@@ -193,16 +191,7 @@ fn a_binding_made_in_call_one_is_read_in_call_two() {
         );
         assert_eq!(seen[2].tool_results()[1], "VALUE:\n42\n\nEXIT: 0");
         // The system prompt tells the truths.
-        let system = match wire {
-            Wire::Anthropic => seen[0].body["system"][0]["text"]
-                .as_str()
-                .unwrap()
-                .to_owned(),
-            Wire::OpenAi => seen[0].body["messages"][0]["content"]
-                .as_str()
-                .unwrap()
-                .to_owned(),
-        };
+        let system = wire.system_of(&seen[0].body);
         assert!(system.contains("their bindings are still bound"));
         // The session log: bookends, usage per request, the exact results.
         let kinds = r.log_kinds();
@@ -229,6 +218,18 @@ fn a_binding_made_in_call_one_is_read_in_call_two() {
         );
         assert_eq!(r.log[0]["model"], "test-model");
         assert_eq!(r.log[0]["provider"], wire.name());
+        let api = match wire {
+            Wire::Anthropic => "messages",
+            Wire::OpenAi => "chat-completions",
+            Wire::Responses => "responses",
+        };
+        assert_eq!(r.log[0]["api"], api);
+        let path = match wire {
+            Wire::Anthropic => "/v1/messages",
+            Wire::OpenAi => "/v1/chat/completions",
+            Wire::Responses => "/v1/responses",
+        };
+        assert!(seen.iter().all(|s| s.path == path), "{wire:?}");
         assert!(r.stderr.contains("[tool: ral] a step"), "{}", r.stderr);
     }
 }
@@ -447,7 +448,11 @@ fn the_run_wall_also_bounds_a_silent_provider() {
 
 #[test]
 fn malformed_tool_input_answers_the_model_and_never_runs() {
-    for (wire, stream) in [(Wire::Anthropic, true), (Wire::OpenAi, true)] {
+    for (wire, stream) in [
+        (Wire::Anthropic, true),
+        (Wire::OpenAi, true),
+        (Wire::Responses, false),
+    ] {
         let bad = match wire {
             // Anthropic: an input without `cmd`.
             Wire::Anthropic => wire.tool(stream, "c1", json!({"command": "let x = 1"})),
@@ -456,6 +461,10 @@ fn malformed_tool_input_answers_the_model_and_never_runs() {
                 json!({"choices": [{"index": 0, "finish_reason": "tool_calls",
                 "message": {"role": "assistant", "content": null, "tool_calls": [
                     {"id": "c1", "type": "function", "function": {"name": "ral", "arguments": "{\"cmd\": "}}]}}]}),
+            ),
+            Wire::Responses => Canned::ok(
+                json!({"status": "completed", "output": [{"type": "function_call",
+                "call_id": "c1", "name": "ral", "arguments": "{\"cmd\": "}]}),
             ),
         };
         let server = FakeServer::start(vec![
@@ -722,5 +731,228 @@ fn the_log_keeps_each_calls_evidence_and_the_model_never_sees_it() {
         assert_eq!(quiet["commands"], json!([]));
         assert_eq!(quiet["writes"], json!([]));
         assert_eq!(quiet["denials"], json!([]));
+    }
+}
+
+#[test]
+fn agents_md_from_the_repository_root_down_joins_the_system_prompt() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap().join("repo");
+    let sub = root.join("pkg");
+    std::fs::create_dir_all(&sub).unwrap();
+    std::fs::create_dir_all(root.join(".git")).unwrap();
+    std::fs::write(root.join("AGENTS.md"), "ROOT RULE: use tabs.\n").unwrap();
+    std::fs::write(sub.join("AGENTS.md"), "PKG RULE: run make check.\n").unwrap();
+    let system_of = |extra: &[&str]| -> String {
+        let server = FakeServer::start(vec![Wire::OpenAi.text(false, "ok")]);
+        let out = Command::new(env!("CARGO_BIN_EXE_exarch"))
+            .args(["--headless", "--provider", "openai", "--no-stream"])
+            .args(["--base-url", &server.url(), "--prompt", "hi"])
+            .arg("--log-dir")
+            .arg(dir.path().join("logs"))
+            .args(extra)
+            .current_dir(&sub)
+            .env("OPENAI_API_KEY", SECRET)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        server.requests()[0].body["messages"][0]["content"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    let system = system_of(&[]);
+    let root_at = system
+        .find(&format!("## {}", root.join("AGENTS.md").display()))
+        .unwrap_or_else(|| panic!("{system}"));
+    let sub_at = system
+        .find(&format!("## {}", sub.join("AGENTS.md").display()))
+        .unwrap_or_else(|| panic!("{system}"));
+    assert!(root_at < sub_at, "the nearest file comes last");
+    assert!(system.contains("ROOT RULE") && system.contains("PKG RULE"));
+    // The persona and the guide are still first.
+    assert!(system.starts_with("You are exarch"), "{system}");
+    let without = system_of(&["--no-project-instructions"]);
+    assert!(!without.contains("ROOT RULE") && !without.contains("# Project instructions"));
+}
+
+#[test]
+fn the_model_picks_the_responses_api_unless_told_otherwise() {
+    // A Codex model is served by Responses only: auto picks it.
+    let server = FakeServer::start(vec![Wire::Responses.text(true, "hi")]);
+    let out = Command::new(env!("CARGO_BIN_EXE_exarch"))
+        .args([
+            "--headless",
+            "--provider",
+            "openai",
+            "--model",
+            "gpt-5-codex",
+        ])
+        .args(["--base-url", &server.url(), "--prompt", "hi"])
+        .arg("--log-dir")
+        .arg(tempfile::tempdir().unwrap().path())
+        .env("OPENAI_API_KEY", SECRET)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(server.requests()[0].path, "/v1/responses");
+    // Another model gets Chat Completions, and the flag overrides.
+    for (model, api, path) in [
+        ("gpt-4.1", "auto", "/v1/chat/completions"),
+        ("gpt-5-codex", "chat", "/v1/chat/completions"),
+        ("gpt-4.1", "responses", "/v1/responses"),
+    ] {
+        let wire = if path == "/v1/responses" {
+            Wire::Responses
+        } else {
+            Wire::OpenAi
+        };
+        let server = FakeServer::start(vec![wire.text(false, "hi")]);
+        let out = Command::new(env!("CARGO_BIN_EXE_exarch"))
+            .args([
+                "--headless",
+                "--provider",
+                "openai",
+                "--no-stream",
+                "--model",
+                model,
+            ])
+            .args([
+                "--openai-api",
+                api,
+                "--base-url",
+                &server.url(),
+                "--prompt",
+                "hi",
+            ])
+            .arg("--log-dir")
+            .arg(tempfile::tempdir().unwrap().path())
+            .env("OPENAI_API_KEY", SECRET)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{model} {api}");
+        assert_eq!(server.requests()[0].path, path, "{model} {api}");
+    }
+    // The flag means nothing to Anthropic.
+    let server = FakeServer::start(vec![]);
+    let out = Command::new(env!("CARGO_BIN_EXE_exarch"))
+        .args([
+            "--headless",
+            "--provider",
+            "anthropic",
+            "--openai-api",
+            "responses",
+        ])
+        .args(["--base-url", &server.url(), "--prompt", "hi"])
+        .arg("--log-dir")
+        .arg(tempfile::tempdir().unwrap().path())
+        .env("ANTHROPIC_API_KEY", SECRET)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(server.requests().is_empty());
+}
+
+#[test]
+fn interactive_commands_compact_switch_and_report() {
+    let wire = Wire::Anthropic;
+    let server = FakeServer::start(vec![
+        wire.ral(false, "c1", "seq 1 2000"),
+        wire.ral(false, "c2", "seq 1 2000"),
+        wire.ral(false, "c3", "seq 1 2000"),
+        wire.ral(false, "c4", "seq 1 2000"),
+        wire.ral(false, "c5", "seq 1 2000"),
+        wire.ral(false, "c6", "seq 1 2000"),
+        wire.text(false, "Printed."),
+        // The summary `/compact` asks for.
+        wire.text(false, "Summary: six seq calls printed 1..2000."),
+        wire.text(false, "Now under another model."),
+    ]);
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_exarch"))
+        .args([
+            "--provider",
+            "anthropic",
+            "--no-stream",
+            "--model",
+            "claude-sonnet-4-5",
+        ])
+        .args(["--base-url", &server.url()])
+        .arg("--log-dir")
+        .arg(dir.path().join("logs"))
+        .current_dir(dir.path())
+        .env("ANTHROPIC_API_KEY", SECRET)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        use std::io::Write;
+        let mut stdin = child.stdin.take().unwrap();
+        stdin
+            .write_all(
+                b"print numbers\n/cost\n/context\n/compact\n/context\n/profile confined\n\
+                  /profile nonsense\n/model claude-haiku-4-5\nand again\n/quit\n",
+            )
+            .unwrap();
+    }
+    let r = finish(child, PATIENCE, dir);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let out = &r.stdout;
+    // /cost: seven turns, priced by the table.
+    assert!(out.contains("7 turns, 0 summaries"), "{out}");
+    assert!(out.contains('$'), "{out}");
+    // /context: the table's window for the model.
+    assert!(out.contains("window 200000 tokens (table)"), "{out}");
+    // /compact: the oldest outputs went to files and one summary was made.
+    assert!(out.contains("(context compacted: "), "{out}");
+    assert!(
+        out.contains("3 outputs evicted, 6 messages summarised"),
+        "{out}"
+    );
+    assert!(out.contains("3 outputs evicted, 1 summaries"), "{out}");
+    assert!(
+        out.contains("(profile confined: later calls run under it)"),
+        "{out}"
+    );
+    assert!(
+        out.contains("/profile needs one of: dangerous, reasonable"),
+        "{out}"
+    );
+    assert!(
+        out.contains("(model claude-haiku-4-5, context window 200000 tokens)"),
+        "{out}"
+    );
+    let seen = server.requests();
+    // The summary request carried no tools; the next turn named the new
+    // model, held the summary, and ran under the new profile's prompt.
+    assert!(seen[7].body.get("tools").is_none());
+    let last = &seen[8].body;
+    assert_eq!(last["model"], "claude-haiku-4-5");
+    assert!(last["messages"]
+        .to_string()
+        .contains("[exarch: context summary]"));
+    assert!(last["system"][0]["text"]
+        .as_str()
+        .unwrap()
+        .contains("capability profile `confined`"));
+    let kinds = r.log_kinds();
+    for k in ["context_compacted", "profile_changed", "model_changed"] {
+        assert!(kinds.contains(&k.to_owned()), "{k}: {kinds:?}");
     }
 }

@@ -20,6 +20,7 @@ fn provider(server: &FakeServer, wire: Wire, stream: bool) -> HttpProvider {
     let w = match wire {
         Wire::Anthropic => WireFormat::Anthropic,
         Wire::OpenAi => WireFormat::OpenAi,
+        Wire::Responses => WireFormat::Responses,
     };
     let mut cfg = HttpConfig::new(w, "test-model", Some("sk-test".into()));
     cfg.base_url = server.url();
@@ -59,18 +60,14 @@ fn ask(
 ) -> Result<exarch::message::Reply, exarch::provider::ProviderError> {
     let history = [Message::user_text("hello")];
     let tools = [ral_tool(60)];
-    let req = ChatRequest {
-        system: "be brief",
-        messages: &history,
-        tools: &tools,
-    };
+    let req = ChatRequest::new("be brief", &history, &tools);
     p.complete(&req, obs, &Control::default())
 }
 
-const WIRES: [Wire; 2] = [Wire::Anthropic, Wire::OpenAi];
+const WIRES: [Wire; 3] = [Wire::Anthropic, Wire::OpenAi, Wire::Responses];
 
 #[test]
-fn text_and_tool_replies_in_all_four_modes() {
+fn text_and_tool_replies_in_all_six_modes() {
     for wire in WIRES {
         for stream in [false, true] {
             let server = FakeServer::start(vec![
@@ -130,6 +127,14 @@ fn text_and_tool_replies_in_all_four_modes() {
                     assert_eq!(req.header("authorization"), Some("Bearer sk-test"));
                     assert_eq!(req.body["messages"][0]["role"], "system");
                     assert_eq!(req.body["tools"][0]["function"]["name"], "ral");
+                }
+                Wire::Responses => {
+                    assert_eq!(req.path, "/v1/responses");
+                    assert_eq!(req.header("authorization"), Some("Bearer sk-test"));
+                    assert_eq!(req.body["instructions"], "be brief");
+                    assert_eq!(req.body["input"][0]["content"][0]["text"], "hello");
+                    assert_eq!(req.body["tools"][0]["name"], "ral");
+                    assert_eq!(req.body["store"], false);
                 }
             }
             assert_eq!(req.body["model"], "test-model");
@@ -336,11 +341,7 @@ fn an_interrupt_stops_a_waiting_request_promptly() {
         c2.interrupt();
     });
     let history = [Message::user_text("hi")];
-    let req = ChatRequest {
-        system: "",
-        messages: &history,
-        tools: &[],
-    };
+    let req = ChatRequest::new("", &history, &[]);
     let started = Instant::now();
     let e = p.complete(&req, &mut (), &ctl).unwrap_err();
     let _ = t.join();
@@ -364,11 +365,7 @@ fn a_wall_stops_a_silent_stream() {
     let p = provider(&server, Wire::Anthropic, true);
     let ctl = Control::new(Some(Duration::from_millis(300)));
     let history = [Message::user_text("hi")];
-    let req = ChatRequest {
-        system: "",
-        messages: &history,
-        tools: &[],
-    };
+    let req = ChatRequest::new("", &history, &[]);
     let started = Instant::now();
     let e = p.complete(&req, &mut (), &ctl).unwrap_err();
     assert!(
@@ -380,4 +377,81 @@ fn a_wall_stops_a_silent_stream() {
         e.kind,
         ProviderErrorKind::Stopped(exarch::control::Stop::Wall)
     );
+}
+
+#[test]
+fn responses_calls_and_results_round_trip_and_overflows_are_named() {
+    // A call, its result sent back as a function_call_output, then text.
+    let server = FakeServer::start(vec![
+        Wire::Responses.ral(true, "call_a", "let x = 1"),
+        Wire::Responses.text(true, "done"),
+    ]);
+    let p = provider(&server, Wire::Responses, true);
+    let tools = [ral_tool(60)];
+    let mut history = vec![Message::user_text("go")];
+    let r = p
+        .complete(
+            &ChatRequest::new("sys", &history, &tools),
+            &mut (),
+            &Control::default(),
+        )
+        .unwrap();
+    assert_eq!(r.stop, StopReason::ToolUse);
+    assert_eq!(r.usage.input_tokens, 10);
+    assert_eq!(r.usage.cache_read_input_tokens, 1);
+    history.push(r.to_message());
+    history.push(Message {
+        role: exarch::message::Role::User,
+        blocks: vec![Block::ToolResult {
+            id: "call_a".into(),
+            content: "EXIT: 0".into(),
+            is_error: false,
+        }],
+    });
+    let r = p
+        .complete(
+            &ChatRequest::new("sys", &history, &tools),
+            &mut (),
+            &Control::default(),
+        )
+        .unwrap();
+    assert_eq!(r.blocks, vec![Block::Text("done".into())]);
+    let input = server.requests()[1].body["input"]
+        .as_array()
+        .unwrap()
+        .clone();
+    assert_eq!(input[1]["type"], "function_call");
+    assert_eq!(input[1]["call_id"], "call_a");
+    assert_eq!(
+        input[1]["arguments"],
+        json!({"cmd": "let x = 1", "description": "a step"}).to_string()
+    );
+    assert_eq!(input[2]["type"], "function_call_output");
+    assert_eq!(input[2]["call_id"], "call_a");
+    assert_eq!(input[2]["output"], "EXIT: 0");
+
+    // A too-long prompt, as a 400 and as a failed stream.
+    let server = FakeServer::start(vec![
+        Canned::status(
+            400,
+            json!({"error": {"message": "Your input exceeds the context window of this model. Please adjust your input and try again.",
+                             "type": "invalid_request_error", "code": "context_length_exceeded"}}),
+        ),
+        Canned::sse(vec![format!(
+            "event: response.failed\ndata: {}\n\n",
+            json!({"type": "response.failed", "response": {"status": "failed",
+                   "error": {"code": "context_length_exceeded", "message": "too long"}}})
+        )]),
+    ]);
+    let p = provider(&server, Wire::Responses, true);
+    for _ in 0..2 {
+        let e = ask(&p, &mut Seen::default()).unwrap_err();
+        assert!(
+            matches!(e.kind, ProviderErrorKind::ContextOverflow { .. }),
+            "{e:?}"
+        );
+        assert_eq!(e.attempts, 1, "an overflow is not retried unchanged");
+    }
+    // Neither made the provider give up streaming.
+    assert!(server.requests().iter().all(|s| s.body["stream"] == true));
 }

@@ -212,6 +212,7 @@ impl MobileSnapshot {
 pub struct CancelHandle {
     flag: Arc<AtomicBool>,
     cause: Arc<std::sync::atomic::AtomicU8>,
+    count: Arc<std::sync::atomic::AtomicU32>,
 }
 
 impl CancelHandle {
@@ -223,10 +224,12 @@ impl CancelHandle {
 
     /// Cancels the running turn with `cause` (`terminated` for SIGTERM or
     /// SIGHUP, 143; `aborted` for SIGQUIT, 131). The cause is stored before
-    /// the flag, so the run reports it.
+    /// the flag, so the run reports it; a graver cause already in force
+    /// stays (causes never downgrade, §8.10). Each call counts as a further
+    /// cancellation, which ends a `guard`'s cleanup running with an earlier
+    /// one held off. Only atomic operations: a signal handler may call it.
     pub fn cancel_with(&self, cause: Cause) {
-        self.cause.store(cause as u8, Ordering::SeqCst);
-        self.flag.store(true, Ordering::SeqCst);
+        ral_vm::raise_cancel(&self.flag, &self.cause, &self.count, cause);
     }
 }
 
@@ -337,6 +340,7 @@ impl Shell {
         self.local.workers.set_detached_limit(req.detached_limit);
 
         // Evaluation, inside the IO frame and under the wall.
+        let cancel_count = self.vm.cancel_count.clone();
         let outcome = {
             let frame = IoFrame::install(
                 &mut self.vm,
@@ -346,7 +350,10 @@ impl Shell {
                 req.io,
                 req.surface.clone(),
             );
-            match req.turn_limit.map(|d| Watchdog::arm(d, cancel.clone())) {
+            match req
+                .turn_limit
+                .map(|d| Watchdog::arm(d, cancel.clone(), cancel_count.clone()))
+            {
                 Some(Err(e)) => Outcome::Refused(e),
                 armed_wall => {
                     let wall = armed_wall.and_then(Result::ok);
@@ -564,6 +571,7 @@ impl Shell {
         CancelHandle {
             flag: self.vm.mobile.context.cancel.clone(),
             cause: self.vm.cancel_cause.clone(),
+            count: self.vm.cancel_count.clone(),
         }
     }
 
@@ -980,7 +988,11 @@ struct Watchdog {
 }
 
 impl Watchdog {
-    fn arm(limit: Duration, cancel: Arc<AtomicBool>) -> Result<Watchdog, String> {
+    fn arm(
+        limit: Duration,
+        cancel: Arc<AtomicBool>,
+        count: Arc<std::sync::atomic::AtomicU32>,
+    ) -> Result<Watchdog, String> {
         let (stop, wake) = mpsc::channel::<()>();
         let fired = Arc::new(AtomicBool::new(false));
         let flag = fired.clone();
@@ -989,6 +1001,9 @@ impl Watchdog {
             .spawn(move || {
                 if let Err(mpsc::RecvTimeoutError::Timeout) = wake.recv_timeout(limit) {
                     flag.store(true, Ordering::SeqCst);
+                    // Counted, so a cleanup holding off an earlier
+                    // cancellation still meets the wall (§8.7).
+                    count.fetch_add(1, Ordering::SeqCst);
                     cancel.store(true, Ordering::SeqCst);
                 }
             })

@@ -93,7 +93,7 @@ fn an_empty_program_exits_0() {
 fn arguments_reach_args() {
     let out = ral(&["-c", "echo !{args}", "a", "-c", "b c"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    assert_eq!(text(&out.stdout), "[a, -c, 'b c']\n");
+    assert_eq!(text(&out.stdout), "[a, -c, b c]\n");
 
     let path = script(
         "args",
@@ -299,6 +299,30 @@ fn output_before_a_failure_is_kept() {
     assert_eq!(text(&out.stdout), "one\n");
     // Statuses are clamped to what a process can exit with.
     assert_eq!(out.status.code(), Some(255), "{}", text(&out.stderr));
+}
+
+#[test]
+fn a_blocks_2_to_1_reaches_the_programs_inside_it() {
+    // §7.4: `2>&1` on a block sends standard error wherever the block's
+    // standard output goes, for every command inside it, also one whose
+    // own standard output is redirected elsewhere. Here the block's
+    // standard output is ral's own, a real descriptor.
+    let dir = scratch("block-err-to-out");
+    let out = ral_command(&[
+        "-c",
+        "!{ sh -c 'echo oops >&2; echo kept' > out.txt } 2>&1\necho after",
+    ])
+    .current_dir(&dir)
+    .stdin(Stdio::null())
+    .output()
+    .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "oops\nafter\n");
+    assert_eq!(text(&out.stderr), "");
+    assert_eq!(
+        std::fs::read_to_string(dir.join("out.txt")).unwrap(),
+        "kept\n"
+    );
 }
 
 #[test]

@@ -1429,6 +1429,18 @@ impl<'a> Lower<'a> {
                 self.apply(f, c, true, s.span)
             }
             Some(HeadRes::Builtin(id)) => {
+                // A door applied short of its arguments is a door value:
+                // the wrapper admits when the rest arrive (§7.3).
+                let partial = self
+                    .checked
+                    .elab
+                    .boundaries
+                    .get(s.id)
+                    .is_some_and(|b| c.args.len() < b.arity);
+                if partial {
+                    let door = self.admitting_wrapper(Operand::Builtin(id), s.id, c.head.span());
+                    return self.apply(door, c, true, s.span);
+                }
                 let v = self.apply(Operand::Builtin(id), c, true, s.span);
                 self.admit(s, v)
             }
@@ -1473,7 +1485,12 @@ impl<'a> Lower<'a> {
     /// it at (§7.3, §17.3): `_admit door site v`, when the checker froze a
     /// site for stage `s`.
     fn admit(&mut self, s: &ast::Stage, v: Operand) -> Operand {
-        let Some(b) = self.checked.elab.boundaries.get(s.id) else {
+        self.admit_at(s.id, v, s.span)
+    }
+
+    /// `_admit door site v` for the site the checker froze at node `id`.
+    fn admit_at(&mut self, id: ast::NodeId, v: Operand, span: Span) -> Operand {
+        let Some(b) = self.checked.elab.boundaries.get(id) else {
             return v;
         };
         let Some(admit) = ral_types::builtin_table().id("_admit") else {
@@ -1487,8 +1504,40 @@ impl<'a> Lower<'a> {
                 args: vec![door, site, v],
                 tail: false,
             },
-            s.span,
+            span,
         )
+    }
+
+    /// A door reached as a value (`$from-json`, `from-json-at` short of
+    /// its argument): `{|x1 … xn| _admit door site (door x1 … xn)}`, so
+    /// every call of the value, wherever it was bound, passed or stored,
+    /// admits its result against the type the unit uses it at (§7.3). The
+    /// door is a builtin, so the wrapper captures nothing.
+    fn admitting_wrapper(&mut self, door: Operand, id: ast::NodeId, span: Span) -> Operand {
+        let Some(arity) = self.checked.elab.boundaries.get(id).map(|b| b.arity) else {
+            return door;
+        };
+        let env = self.envs.len();
+        self.envs.push(Vec::new());
+        let func = self.open_func(None, Some(env), span);
+        let params: Vec<LocalId> = (0..arity).map(|_| self.new_local()).collect();
+        let expr = if params.is_empty() {
+            Expr::Force {
+                thunk: door,
+                tail: false,
+            }
+        } else {
+            Expr::Call {
+                func: door,
+                args: params.iter().map(|l| Operand::Local(*l)).collect(),
+                tail: false,
+            }
+        };
+        let v = self.emit(expr, span);
+        let result = self.admit_at(id, v, span);
+        self.close_func(func, params, result, false);
+        let captures = self.envs.get(env).cloned().unwrap_or_default();
+        self.emit(Expr::MakeClosure { func, captures }, span)
     }
 
     fn args(&mut self, c: &ast::Command) -> Vec<Part> {
@@ -1564,6 +1613,10 @@ impl<'a> Lower<'a> {
             self.primary_known(a)
         };
         let mut v = self.primary(a);
+        if matches!(a.primary, Primary::Var(_)) && self.checked.elab.boundaries.get(a.id).is_some()
+        {
+            v = self.admitting_wrapper(v, a.id, a.span);
+        }
         for ix in &a.indexes {
             let k = &ix.key;
             let key = if k.indexes.is_empty() {

@@ -31,6 +31,9 @@
 //! the variable, in every decode of the run, is numbers or every one is
 //! text (`~3` names variable 3 of the unit). A `number` variable likewise
 //! agrees on `Int` or `Float`, since `+` takes two numbers of one kind.
+//! The numbers belong to the unit, not to a site: two sites carry one
+//! number exactly when they share the variable, and unrelated decodes
+//! never constrain each other.
 
 use std::fmt;
 use std::sync::Arc;
@@ -465,7 +468,14 @@ impl Parser<'_> {
 /// the byte offset of the use that fixed a node, where known. Cycles become
 /// back references; a type larger than a few thousand nodes is cut off with
 /// unconstrained positions (admission then checks less, never more).
-pub(crate) fn freeze(store: &TyStore, t: Ty, use_at: &dyn Fn(Ty) -> Option<u32>) -> AdmitSite {
+/// `agree` numbers the variables that must agree; the caller keeps it for
+/// the whole unit, so every site of the unit numbers one variable alike.
+pub(crate) fn freeze(
+    store: &TyStore,
+    t: Ty,
+    use_at: &dyn Fn(Ty) -> Option<u32>,
+    agree: &mut FxHashMap<Ty, u32>,
+) -> AdmitSite {
     let mut f = Freezer {
         store,
         use_at,
@@ -474,7 +484,7 @@ pub(crate) fn freeze(store: &TyStore, t: Ty, use_at: &dyn Fn(Ty) -> Option<u32>)
             uses: Vec::new(),
         },
         seen: FxHashMap::default(),
-        agree: FxHashMap::default(),
+        agree,
     };
     f.node(t);
     f.site
@@ -489,8 +499,8 @@ struct Freezer<'a> {
     /// Each type node already given an index (shared positions and cycles
     /// refer to it).
     seen: FxHashMap<Ty, u32>,
-    /// Agreement numbers of the variables that need one.
-    agree: FxHashMap<Ty, u32>,
+    /// Agreement numbers of the variables that need one, for the unit.
+    agree: &'a mut FxHashMap<Ty, u32>,
 }
 
 impl Freezer<'_> {

@@ -391,17 +391,23 @@ pub struct Elaboration {
     /// Let patterns whose right-hand side grade was still a variable and
     /// defaulted to p (the only defaulting point, §17.5).
     pub grade_defaults: Vec<NodeId>,
-    /// The boundary calls (a decoder, `use`) whose result the program uses
-    /// at a type it decided, by stage id: the door and the frozen type the
-    /// value is admitted against before the program sees it (§7.3, §17.3).
+    /// The boundary doors (a decoder, `use`) whose result the program uses
+    /// at a type it decided: the door and the frozen type the value is
+    /// admitted against before the program sees it (§7.3, §17.3). Keyed by
+    /// the stage of a call written with the door as its head, and by the
+    /// atom of a `$door` that reaches the door as a value (bound, passed,
+    /// stored or partially applied: every call of that value admits).
     pub boundaries: NodeMap<Boundary>,
 }
 
-/// A boundary call's admission site (see [`crate::admit`]).
+/// A boundary door's admission site (see [`crate::admit`]).
 #[derive(Clone, Debug)]
 pub struct Boundary {
     /// The builtin's name (`from-json`, `use`), for messages.
     pub door: &'static str,
+    /// How many arguments the door takes before it returns its value (0
+    /// for `from-json`, 1 for `from-json-at` and `use`).
+    pub arity: usize,
     pub site: crate::admit::AdmitSite,
 }
 

@@ -130,8 +130,9 @@ struct Infer<'a> {
     /// The handler arms the enclosing `within` forms install, innermost
     /// last: a head they name is of class `arm` in their bodies (§17.3).
     arms: Vec<ArmScope>,
-    /// Boundary calls: the stage, the door and the call's computation type,
-    /// frozen into admission sites once the unit is solved.
+    /// Boundary doors: the stage or atom, the door and the door's
+    /// instantiated computation type (its arrows, then `Returns` of the
+    /// result), frozen into admission sites once the unit is solved.
     boundary_calls: Vec<(NodeId, &'static str, Ty)>,
     /// Uses that fixed a weak position to a constructor with no provenance
     /// of its own (a builtin's parameter type): the line an admission
@@ -312,10 +313,44 @@ impl<'a> Infer<'a> {
     /// Records `span` as the use that fixed the (weak) position `t` now
     /// is, unless its constructor already has a provenance: what an
     /// admission refusal names as the use (§7.3).
+    /// `$door` for a boundary door (`$from-json`, `$use`): the value is a
+    /// door too, wherever it goes. Its instance is weak, so every call of
+    /// it anywhere in the unit fixes one result type, which is frozen into
+    /// the site the value's calls admit against (§7.3: the decoder admits
+    /// the value before the program sees it, however it was reached).
+    fn note_boundary_value(&mut self, id: NodeId, n: &ral_syntax::ast::Name, t: Ty) {
+        let Some(NameRes::Builtin(bid)) = self.elab.names.get(&n.span).cloned() else {
+            return;
+        };
+        let Some(b) = builtin_table().entry(bid) else {
+            return;
+        };
+        if !is_boundary(b) || b.scheme().quantified().is_empty() {
+            return;
+        }
+        let t = self.store.find(t);
+        if let TyView::Con(Con::Thunk(comp)) = self.store.view(t) {
+            self.boundary_calls.push((id, b.name, comp));
+        }
+    }
+
+    /// A kinded variable the use left unbound (`length $d` makes the
+    /// position `sized`) gets `span` as its origin when it has none, so a
+    /// kind refusal names its line too.
     fn note_boundary_use(&mut self, t: Ty, span: Span) {
         let t = self.store.find(t);
-        if matches!(self.store.view(t), TyView::Con(_)) && !self.prov.contains_key(t) {
-            self.boundary_uses.entry(t).or_insert(span);
+        match self.store.view(t) {
+            TyView::Con(_) => {
+                if !self.prov.contains_key(t) {
+                    self.boundary_uses.entry(t).or_insert(span);
+                }
+            }
+            TyView::Var(v, _) => {
+                if v.origin.is_none() && v.kind != Kind::ANY {
+                    let p = self.origin(span);
+                    self.store.note_origin(t, p);
+                }
+            }
         }
     }
 
@@ -1220,7 +1255,9 @@ impl<'a> Infer<'a> {
                 self.alias_arm(c);
             }
             if is_boundary(b) && !b.scheme().quantified().is_empty() {
-                self.boundary_calls.push((s.id, b.name, r));
+                // The door's whole type: a call short of its arguments is
+                // a door value the lowering wraps like `$door`.
+                self.boundary_calls.push((s.id, b.name, comp));
             }
             return r;
         }
@@ -1816,8 +1853,20 @@ impl<'a> Infer<'a> {
     /// Freezes each boundary call's result type, now that the unit is
     /// solved, into the site its value is admitted against (§7.3, §17.3).
     /// A call whose result no use constrained needs no admission.
+    ///
+    /// Agreement numbers are the unit's: one per variable across every
+    /// site (the map outlives each freeze), so two decodes share a number
+    /// exactly when they share the variable (the program compared them),
+    /// and the run keys its agreements by the same numbers (§7.3, §17.3).
     fn freeze_boundaries(&mut self) {
+        let mut agree = rustc_hash::FxHashMap::default();
         for (id, door, comp) in std::mem::take(&mut self.boundary_calls) {
+            let mut comp = comp;
+            let mut arity = 0;
+            while let TyView::Con(Con::Arrow { result, .. }) = self.store.view(comp) {
+                comp = result;
+                arity += 1;
+            }
             let value = match self.store.view(comp) {
                 TyView::Con(Con::Returns { value, .. }) => value,
                 TyView::Var(..) | TyView::Con(_) => continue,
@@ -1836,11 +1885,11 @@ impl<'a> Infer<'a> {
                 };
                 span.map(|s| s.start)
             };
-            let site = crate::admit::freeze(store, value, &use_at);
+            let site = crate::admit::freeze(store, value, &use_at, &mut agree);
             if !site.admits_anything() {
                 self.elab
                     .boundaries
-                    .insert(id, crate::check::Boundary { door, site });
+                    .insert(id, crate::check::Boundary { door, arity, site });
             }
         }
     }
@@ -2163,6 +2212,9 @@ impl<'a> Infer<'a> {
         let mut t = self.primary(a);
         if !matches!(a.primary, Primary::Var(_)) {
             self.mark(t, a.span);
+        }
+        if let Primary::Var(n) = &a.primary {
+            self.note_boundary_value(a.id, n, t);
         }
         for ix in &a.indexes {
             t = self.index(t, ix);

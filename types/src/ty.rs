@@ -1862,6 +1862,27 @@ impl TyStore {
         Ok(())
     }
 
+    /// Gives the variable `t` is the origin `origin` if its kind is
+    /// constrained and no use has been recorded for it yet (a builtin's
+    /// kinded parameter carries none of its own): what a boundary's
+    /// admission names as the line of the use (§7.3).
+    pub fn note_origin(&mut self, t: Ty, origin: Provenance) {
+        let r = self.find(t);
+        let node = self.node(r);
+        if let Term::Var(v) = node.term {
+            if v.origin.is_none() && v.sort == Sort::Value && v.kind != Kind::ANY {
+                self.set(
+                    r,
+                    Term::Var(TyVar {
+                        origin: Some(origin),
+                        ..v
+                    }),
+                    node.level,
+                );
+            }
+        }
+    }
+
     /// Constrains `t` to `kind` (from an operator or builtin at `origin`).
     /// Same as unifying `t` with a fresh variable of that kind.
     pub fn constrain(

@@ -17,17 +17,22 @@
 //!
 //! # Text conversion
 //!
-//! A top-level string is its text, bytes their lossy UTF-8 decoding, `()`
-//! is `()`, numbers and Bools their canonical spelling. Inside a
-//! collection or variant a string is written as a ral word (`ral-quote`:
-//! bare where that reads back, quoted otherwise, with line feeds escaped so
-//! the form stays on one line), so `[a, 'b c', '007']` is unambiguous.
-//! Lists are `[1, 2]`, records and maps `[a: 1, b: 2]` in sorted key order
-//! (keys quoted like strings when they are not bare words), the empty map
-//! `[:]`, variants `` `tag `` or `` `tag payload `` (a payload that is
+//! A string is its text, bytes their lossy UTF-8 decoding, `()` is `()`,
+//! numbers and Bools their canonical spelling. Strings are written without
+//! quotes at every depth (§4.9): `echo ['a b', c]` prints `[a b, c]`, and a
+//! key is its text too. The conversion is readable, total on data and not
+//! a serialization: quoting is the interactive renderer's business (below),
+//! and `to-json` or `ral-quote` are the forms that read back. Lists are
+//! `[1, 2]`, records and maps `[a: 1, b: 2]` in sorted key order, the empty
+//! map `[:]`, variants `` `tag `` or `` `tag payload `` (a payload that is
 //! itself a variant with a payload is parenthesised), functions
 //! `<|x y| block>` (`<block>` with no parameters), partially applied
 //! builtins `<builtin name>`, handles `<handle N>`.
+//!
+//! Every text a program sees goes through this one conversion: `echo`,
+//! `str`, `to-string`, `to-line`, `to-lines`, interpolation, the argument
+//! lists handlers, aliases and base handlers receive, and the scalars an
+//! external program's arguments are made of (§6.6).
 //!
 //! # Interactive renderer
 //!
@@ -61,8 +66,8 @@
 //! who must match text exactly (exarch's VALUE section) asks for
 //! [`StringStyle::Words`] instead: a top-level string or bytes value is its
 //! own text, unquoted and never cut, and a string inside a collection is a
-//! ral word as in the text conversion (bare where that reads back, quoted
-//! otherwise), as are bytes inside one. The layout and elision rules are the
+//! ral word (bare where that reads back, quoted otherwise, so `'b c'` and
+//! `'007'` stay unambiguous), as are bytes inside one. The layout and elision rules are the
 //! same in both styles; there is one printer.
 
 use std::fmt::Write;
@@ -131,6 +136,18 @@ pub fn to_text(value: &Value) -> String {
 
 /// Appends the text conversion of a value.
 pub fn write_text(out: &mut String, value: &Value) {
+    let _ = write_text_while(out, value, &mut || true);
+}
+
+/// [`write_text`] that asks `go_on` once per value it converts and gives
+/// up (`None`, leaving `out` incomplete) when it says no: a value that
+/// shares its parts can stand for far more text than memory holds, so a
+/// builtin converting one polls for cancellation here (§8.10).
+pub fn write_text_while(
+    out: &mut String,
+    value: &Value,
+    go_on: &mut dyn FnMut() -> bool,
+) -> Option<()> {
     match value {
         Value::Str(s) => out.push_str(s),
         Value::Bytes(b) => out.push_str(&String::from_utf8_lossy(b)),
@@ -142,53 +159,59 @@ pub fn write_text(out: &mut String, value: &Value) {
         | Value::Record(_)
         | Value::Variant(_)
         | Value::Func(_)
-        | Value::Handle(_) => write_nested(out, value),
+        | Value::Handle(_) => return write_nested(out, value, go_on),
     }
+    Some(())
 }
 
-fn write_nested(out: &mut String, value: &Value) {
+fn write_nested(out: &mut String, value: &Value, go_on: &mut dyn FnMut() -> bool) -> Option<()> {
+    if !go_on() {
+        return None;
+    }
     match value {
         Value::Unit => out.push_str("()"),
         Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
         Value::Int(n) => write_int(out, *n),
         Value::Float(x) => write_float(out, *x),
-        Value::Str(s) => write_word(out, s),
-        Value::Bytes(b) => write_word(out, &String::from_utf8_lossy(b)),
+        Value::Str(s) => out.push_str(s),
+        Value::Bytes(b) => out.push_str(&String::from_utf8_lossy(b)),
         Value::List(items) => {
             out.push('[');
             for (i, item) in items.iter().enumerate() {
                 if i > 0 {
                     out.push_str(", ");
                 }
-                write_nested(out, item);
+                write_nested(out, item, go_on)?;
             }
             out.push(']');
         }
         Value::Record(r) => {
             if r.is_empty() {
                 out.push_str("[:]");
-                return;
+                return Some(());
             }
             out.push('[');
             for (i, (k, v)) in r.iter().enumerate() {
                 if i > 0 {
                     out.push_str(", ");
                 }
-                write_word(out, k);
+                out.push_str(k);
                 out.push_str(": ");
-                write_nested(out, v);
+                write_nested(out, v, go_on)?;
             }
             out.push(']');
         }
-        Value::Variant(v) => write_variant(out, v, write_nested),
+        Value::Variant(v) => write_variant(out, v, go_on)?,
         Value::Func(f) => write_func(out, f),
         Value::Handle(h) => {
             let _ = write!(out, "<handle {}>", h.id);
         }
     }
+    Some(())
 }
 
-/// A string inside a collection: a ral word on one line.
+/// A string inside a collection, in the renderer's `Words` style: a ral
+/// word on one line.
 fn write_word(out: &mut String, s: &str) {
     if s.contains('\n') {
         write_ral_quoted(out, s, Lines::Escaped);
@@ -197,7 +220,7 @@ fn write_word(out: &mut String, s: &str) {
     }
 }
 
-fn write_variant(out: &mut String, v: &Variant, payload: fn(&mut String, &Value)) {
+fn write_variant(out: &mut String, v: &Variant, go_on: &mut dyn FnMut() -> bool) -> Option<()> {
     out.push('`');
     out.push_str(&v.tag);
     if let Some(p) = &v.payload {
@@ -206,11 +229,12 @@ fn write_variant(out: &mut String, v: &Variant, payload: fn(&mut String, &Value)
         if paren {
             out.push('(');
         }
-        payload(out, p);
+        write_nested(out, p, go_on)?;
         if paren {
             out.push(')');
         }
     }
+    Some(())
 }
 
 fn write_func(out: &mut String, f: &Func) {
@@ -424,7 +448,9 @@ fn write_flat(out: &mut String, value: &Value, depth: usize, opts: &RenderOption
         | Value::Int(_)
         | Value::Float(_)
         | Value::Func(_)
-        | Value::Handle(_) => write_nested(out, value),
+        | Value::Handle(_) => {
+            let _ = write_nested(out, value, &mut || true);
+        }
     }
 }
 
@@ -547,7 +573,7 @@ mod tests {
                 "007".into(),
                 "x\ny".into()
             ])),
-            "[a, 'b c', '007', \"x\\ny\"]"
+            "[a, b c, 007, x\ny]"
         );
         assert_eq!(
             to_text(&rec(&[("b", 2.into()), ("a", 1.into())])),
@@ -556,7 +582,11 @@ mod tests {
         assert_eq!(to_text(&Value::record(Record::empty())), "[:]");
         assert_eq!(
             to_text(&rec(&[("two words", Value::Unit)])),
-            "['two words': ()]"
+            "[two words: ()]"
+        );
+        assert_eq!(
+            to_text(&Value::variant("just", Some("a b".into()))),
+            "`just a b"
         );
         assert_eq!(to_text(&Value::variant("none", None)), "`none");
         assert_eq!(to_text(&Value::variant("just", Some(5.into()))), "`just 5");
@@ -642,7 +672,7 @@ mod tests {
     }
 
     #[test]
-    fn words_style_reads_like_the_text_conversion() {
+    fn words_style_quotes_nested_strings_as_ral_words() {
         let o = RenderOptions {
             width: 100,
             strings: StringStyle::Words,

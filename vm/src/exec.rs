@@ -61,7 +61,7 @@
 //! flag is the only stop point. The process runtime, redirects, pipelines,
 //! `within`, `grant` and `use` are in [`crate::runtime`].
 
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU8, Ordering};
 use std::sync::Arc;
 
 use crate::builtins::{by_table_id, registry, Ctx};
@@ -158,6 +158,56 @@ struct Depths {
     audits: usize,
 }
 
+/// A failure a `guard` holds while its cleanup runs, and the
+/// cancellation count the cleanup holds off: `Some` when the failure is
+/// the run's own cancellation.
+struct Held {
+    failure: Failure,
+    hold: Option<u32>,
+}
+
+/// Whether a run is cancelled, asked from outside the machine ([`Vm::cancel_probe`]).
+#[derive(Clone, Debug)]
+pub struct CancelProbe {
+    flag: Arc<std::sync::atomic::AtomicBool>,
+    count: Arc<AtomicU32>,
+    hold: Option<u32>,
+}
+
+impl CancelProbe {
+    /// A probe of `flag` alone (nothing held off).
+    pub fn of_flag(flag: Arc<std::sync::atomic::AtomicBool>) -> CancelProbe {
+        CancelProbe {
+            flag,
+            count: Arc::new(AtomicU32::new(0)),
+            hold: None,
+        }
+    }
+
+    /// Whether the run is cancelled (see [`Vm::cancelled`]).
+    pub fn is_set(&self) -> bool {
+        self.flag.load(Ordering::Relaxed)
+            && self
+                .hold
+                .is_none_or(|h| self.count.load(Ordering::SeqCst) != h)
+    }
+}
+
+/// Raises a cancellation (§8.10) on `flag`: `cause` becomes the cause in
+/// force unless a graver one already is (causes escalate and never
+/// downgrade), and `count` counts it, so a `guard`'s cleanup holding off
+/// an earlier cancellation sees this one. Only atomic operations: a
+/// signal handler may call it.
+pub fn raise_cancel(flag: &AtomicBool, cause_cell: &AtomicU8, count: &AtomicU32, cause: Cause) {
+    if flag.load(Ordering::SeqCst) {
+        cause_cell.fetch_max(cause as u8, Ordering::SeqCst);
+    } else {
+        cause_cell.store(cause as u8, Ordering::SeqCst);
+    }
+    count.fetch_add(1, Ordering::SeqCst);
+    flag.store(true, Ordering::SeqCst);
+}
+
 /// Where a child's standard input comes from when nothing redirects it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Stdin {
@@ -195,8 +245,12 @@ pub struct Vm {
     /// The capability layers in force (§12): the host's base layers, then
     /// one per enclosing `grant`. Checks fold the whole stack.
     pub grants: Vec<Arc<crate::caps::Layer>>,
-    /// Failures held by `guard` handlers for `Reraise`.
-    stash: Vec<Failure>,
+    /// Failures held by `guard` handlers for `Reraise`, each with the
+    /// cancellation its cleanup holds off.
+    stash: Vec<Held>,
+    /// The cancellation held off where this machine was forked (a pipeline
+    /// stage started inside a `guard`'s cleanup).
+    base_hold: Option<u32>,
     /// The first proto of the current top-level turn's code.
     turn_base: u32,
     /// Protos to retire once their `main` has run (see [`Vm::retire`]).
@@ -219,6 +273,10 @@ pub struct Vm {
     /// Why the cancel flag was set (the host stores it before setting the
     /// flag); `Cause as u8`, read when a cancelled run reports.
     pub cancel_cause: Arc<std::sync::atomic::AtomicU8>,
+    /// How many times the cancel flag was raised ([`raise_cancel`]): a
+    /// `guard`'s cleanup holds off the cancellation in force when it
+    /// started, and a further one ends it (§8.7, §8.10).
+    pub cancel_count: Arc<AtomicU32>,
     scratch: Vec<Value>,
     nested: usize,
     pending_exit: Option<i32>,
@@ -302,10 +360,12 @@ impl Vm {
             run_once: Vec::new(),
             tombstone: Arc::new(Proto::default()),
             stash: Vec::new(),
+            base_hold: None,
             masked: Vec::new(),
             stdin: Stdin::Inherit,
             own_process_groups: true,
             cancel_cause: Arc::new(std::sync::atomic::AtomicU8::new(Cause::Interrupted as u8)),
+            cancel_count: Arc::new(AtomicU32::new(0)),
             scratch: Vec::new(),
             nested: 0,
             pending_exit: None,
@@ -350,10 +410,12 @@ impl Vm {
             run_once: Vec::new(),
             tombstone: self.tombstone.clone(),
             stash: Vec::new(),
+            base_hold: self.hold(),
             masked: Vec::new(),
             stdin: self.stdin,
             own_process_groups: self.own_process_groups,
             cancel_cause: self.cancel_cause.clone(),
+            cancel_count: self.cancel_count.clone(),
             scratch: Vec::new(),
             nested: 0,
             pending_exit: None,
@@ -952,8 +1014,9 @@ impl Vm {
         self.masked.clear();
     }
 
-    /// The cause a cancelled run reports.
-    pub(crate) fn cancel_cause(&self) -> Cause {
+    /// The cause a cancelled run reports: what the host stored before it
+    /// set the cancel flag (a signal's own cause, a wall's `timed-out`).
+    pub fn cancel_cause(&self) -> Cause {
         cause_of(self.cancel_cause.load(Ordering::Relaxed))
     }
 
@@ -998,17 +1061,21 @@ impl Vm {
             // (§8.4, §8.6): it passes them by, and only a `guard`'s cleanup
             // runs on its way out. (A failure that merely reports a
             // cancelled handle, with this run not cancelled, is ordinary.)
-            if !h.guard
-                && matches!(failure.reason, Reason::Cancelled(_))
-                && self.mobile.context.cancel.load(Ordering::Relaxed)
-            {
+            let own_cancel = matches!(failure.reason, Reason::Cancelled(_)) && self.cancelled();
+            if !h.guard && own_cancel {
                 continue;
             }
             self.frames.truncate(h.frame);
             self.settle_pipes(h.depth.pipes, failure);
             self.restore_depths(h.depth);
             if h.guard {
-                self.stash.push(failure.clone());
+                // The cleanup runs with the run's cancellation held off,
+                // so its commands run; a further one still ends it (§8.7).
+                let hold = own_cancel.then(|| self.cancel_count.load(Ordering::SeqCst));
+                self.stash.push(Held {
+                    failure: failure.clone(),
+                    hold,
+                });
             }
             let Some(frame) = self.frames.last_mut() else {
                 return false;
@@ -1207,12 +1274,95 @@ impl Vm {
         Ok(())
     }
 
+    /// Appends the text conversion of `v` (§4.9), polling for cancellation
+    /// while it converts a collection (a value sharing its parts can stand
+    /// for far more text than memory holds).
+    fn write_text_polled(&self, out: &mut String, v: &Value) -> Result<(), Failure> {
+        if let Value::Str(t) = v {
+            out.push_str(t);
+            return Ok(());
+        }
+        let mut steps: usize = 0;
+        let mut go_on = || {
+            steps = steps.wrapping_add(1);
+            steps % crate::builtins::pace::POLL_EVERY != 0 || !self.cancelled()
+        };
+        match crate::display::write_text_while(out, v, &mut go_on) {
+            Some(()) => Ok(()),
+            None => self.poll_cancel(),
+        }
+    }
+
+    /// What `echo` writes for its argument list: each item in the text
+    /// conversion, separated by single spaces, then a newline (§14.6).
+    fn echo_line(&self, list: &Value) -> Result<String, Failure> {
+        let Value::List(items) = list else {
+            return Err(kind_error("a List of arguments", list));
+        };
+        let mut line = String::new();
+        for (i, item) in items.iter().enumerate() {
+            if i > 0 {
+                line.push(' ');
+            }
+            self.write_text_polled(&mut line, item)?;
+        }
+        line.push('\n');
+        Ok(line)
+    }
+
+    /// Structural equality for `==` and `!=`, polling for cancellation
+    /// while it compares containers (§8.10: two values sharing their parts
+    /// can hold far more leaves than memory).
+    fn equal_polled(&self, a: &Value, b: &Value) -> Result<bool, Failure> {
+        let mut steps: usize = 0;
+        let mut go_on = || {
+            steps = steps.wrapping_add(1);
+            steps % crate::builtins::pace::POLL_EVERY != 0 || !self.cancelled()
+        };
+        match a.equal_while(b, &mut go_on) {
+            Some(same) => Ok(same),
+            None => self.poll_cancel().map(|()| false),
+        }
+    }
+
     #[inline]
     pub(crate) fn poll_cancel(&self) -> Result<(), Failure> {
-        if self.mobile.context.cancel.load(Ordering::Relaxed) {
+        if self.cancelled() {
             Err(Failure::cancelled(self.cancel_cause()))
         } else {
             Ok(())
+        }
+    }
+
+    /// Whether this run is cancelled: the flag is raised, and not only by
+    /// the cancellation a `guard`'s cleanup is holding off.
+    #[inline]
+    pub fn cancelled(&self) -> bool {
+        self.mobile.context.cancel.load(Ordering::Relaxed) && self.cancelled_past_hold()
+    }
+
+    #[cold]
+    fn cancelled_past_hold(&self) -> bool {
+        self.hold()
+            .is_none_or(|h| self.cancel_count.load(Ordering::SeqCst) != h)
+    }
+
+    /// The cancellation count the innermost running cleanup holds off.
+    fn hold(&self) -> Option<u32> {
+        self.stash
+            .iter()
+            .rev()
+            .find_map(|h| h.hold)
+            .or(self.base_hold)
+    }
+
+    /// What code running for this machine elsewhere (a wait loop, a
+    /// read, another thread) asks to know whether the run is cancelled.
+    pub fn cancel_probe(&self) -> CancelProbe {
+        CancelProbe {
+            flag: self.mobile.context.cancel.clone(),
+            count: self.cancel_count.clone(),
+            hold: self.hold(),
         }
     }
 
@@ -1614,14 +1764,16 @@ impl Vm {
                 }
                 Op::Eq { dst, lhs, rhs } => {
                     let b = if let (Value::Int(a), Value::Int(b)) = (&r!(lhs), &r!(rhs)) {
-                        a == b
+                        *a == *b
                     } else {
-                        r!(lhs).equal(&r!(rhs))
+                        let (a, b) = (r!(lhs).clone(), r!(rhs).clone());
+                        tri!(self.equal_polled(&a, &b))
                     };
                     set_bool!(dst, b);
                 }
                 Op::Ne { dst, lhs, rhs } => {
-                    let b = !r!(lhs).equal(&r!(rhs));
+                    let (a, b) = (r!(lhs).clone(), r!(rhs).clone());
+                    let b = !tri!(self.equal_polled(&a, &b));
                     set_bool!(dst, b);
                 }
 
@@ -1848,7 +2000,7 @@ impl Vm {
                         .sum();
                     let mut out = String::with_capacity(guess);
                     for v in &self.regs[s..s + usize::from(n)] {
-                        crate::display::write_text(&mut out, v);
+                        tri!(self.write_text_polled(&mut out, v));
                     }
                     set!(dst, Value::str(out));
                 }
@@ -2201,10 +2353,10 @@ impl Vm {
                     depth: self.depths(),
                 }),
                 Op::Reraise => {
-                    let f = self
-                        .stash
-                        .pop()
-                        .unwrap_or_else(|| Failure::error("reraise with no held failure"));
+                    let f = self.stash.pop().map_or_else(
+                        || Failure::error("reraise with no held failure"),
+                        |h| h.failure,
+                    );
                     tri!(Err(f))
                 }
                 Op::PopHandler => {
@@ -2276,7 +2428,7 @@ impl Vm {
                 }
                 Op::Echo { dst, list } => {
                     if self.mobile.context.handlers.is_empty() {
-                        let line = tri!(echo_line(&r!(list)));
+                        let line = tri!(self.echo_line(&r!(list)));
                         tri!(self.write(line.as_bytes()));
                     } else {
                         // A handler may intercept `echo` (§6.3).
@@ -2688,23 +2840,6 @@ fn spread_args(list: &Value) -> Result<Vec<Value>, Failure> {
     } else {
         Err(kind_error("a List of arguments", list))
     }
-}
-
-/// What `echo` writes for its argument list: each item in the text
-/// conversion, separated by single spaces, then a newline (§14.6).
-fn echo_line(list: &Value) -> Result<String, Failure> {
-    let Value::List(items) = list else {
-        return Err(kind_error("a List of arguments", list));
-    };
-    let mut line = String::new();
-    for (i, item) in items.iter().enumerate() {
-        if i > 0 {
-            line.push(' ');
-        }
-        crate::display::write_text(&mut line, item);
-    }
-    line.push('\n');
-    Ok(line)
 }
 
 fn decode_capture(bytes: Vec<u8>) -> Result<Value, Failure> {

@@ -19,6 +19,9 @@
 //!   normally. A frame dropped by unwinding removes the temporary file, so
 //!   the old file survives a failure intact.
 //! - A capture buffer fails, rather than truncates, past [`CAPTURE_LIMIT`].
+//!   A capture frame left by a failure or an escape flushes what it holds
+//!   to the sink it replaced ([`IoFrame::take_capture`], called by the
+//!   unwinder), so a failing captured body loses nothing it wrote (§7.2).
 //! - Under an open audit trail a frame also holds a [`Watch`] for each
 //!   write it redirects; the runtime observes it when the frame ends
 //!   (committed, failed or aborted), never the frame's `Drop`.
@@ -163,6 +166,15 @@ impl IoFrame {
         match s {
             Stream::Out => &mut self.out,
             Stream::Err => &mut self.err,
+        }
+    }
+
+    /// Takes the buffer of stream `s`, if this frame captures it (an
+    /// unwinding capture flushes it to the sink below, §7.2).
+    pub fn take_capture(&mut self, s: Stream) -> Option<Vec<u8>> {
+        match self.stream_mut(s) {
+            Out::Capture(buf) => Some(std::mem::take(buf)),
+            Out::Below | Out::File(_) | Out::Other => None,
         }
     }
 

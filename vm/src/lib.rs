@@ -42,10 +42,11 @@ pub mod runtime;
 pub mod sandbox;
 pub mod session;
 pub mod value;
+pub mod waiting;
 pub mod walk;
 
 pub use builtins::{registry, BuiltinDef, BuiltinFn, Ctx};
-pub use exec::{Escape, HostFn, RunError, Stdin, Stdout, Vm};
+pub use exec::{raise_cancel, CancelProbe, Escape, HostFn, RunError, Stdin, Stdout, Vm};
 pub use failure::{Cause, Failure, FailureInfo, Reason, Site, SourceText};
 pub use io::SharedBuf;
 pub use session::{Context, Mobile, Scope, SlotId};

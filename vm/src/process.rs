@@ -48,7 +48,6 @@ use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::failure::{Cause, Failure, Reason};
@@ -204,10 +203,11 @@ pub fn not_found(name: &str, suggestions: &[String]) -> Failure {
 }
 
 /// Starts `launch`, feeds pumped output to `deliver`, and waits for the
-/// child while watching `cancel`. `Ok(())` on exit status 0.
+/// child while asking `cancelled` whether the run is cancelled. `Ok(())`
+/// on exit status 0.
 pub fn run(
     launch: Launch<'_>,
-    cancel: &AtomicBool,
+    cancelled: &dyn Fn() -> bool,
     cause: &dyn Fn() -> Cause,
     deliver: &mut dyn FnMut(Stream, &[u8]) -> Result<(), Failure>,
 ) -> Result<(), Failure> {
@@ -281,7 +281,7 @@ pub fn run(
     } else {
         None
     };
-    let result = wait(&mut child, out, err, cancel, cause, own_group, deliver);
+    let result = wait(&mut child, out, err, cancelled, cause, own_group, deliver);
     let status = match result {
         Ok(status) => status,
         Err(f) => return Err(with_cmd(f, name)),
@@ -425,7 +425,7 @@ fn wait(
     child: &mut Child,
     mut out: Option<File>,
     mut err: Option<File>,
-    cancel: &AtomicBool,
+    cancelled: &dyn Fn() -> bool,
     cause: &dyn Fn() -> Cause,
     group: bool,
     deliver: &mut dyn FnMut(Stream, &[u8]) -> Result<(), Failure>,
@@ -434,7 +434,7 @@ fn wait(
     let mut status: Option<ExitStatus> = None;
     let mut buf = vec![0u8; 64 * 1024];
     loop {
-        if cancel.load(Ordering::Relaxed) {
+        if cancelled() {
             terminate(child, group);
             return Err(Failure::cancelled(cause()));
         }

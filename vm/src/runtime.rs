@@ -87,6 +87,9 @@ pub(crate) struct PipeRun {
     /// Set when the final stage starts: the shell state it may change and
     /// the IO depth below its input frame.
     last: Option<LastStage>,
+    /// How long the trail was when the pipeline began: the stages'
+    /// fragments are merged into what follows in settlement order.
+    trail_mark: usize,
 }
 
 /// What the final stage, which runs on the caller's machine, must not
@@ -194,18 +197,23 @@ impl Vm {
 
     /// The child's plan for output stream `s`; `teed` pumps it whatever
     /// its destination (an open trail copies the bytes).
+    ///
+    /// A stream whose destination is an inherited base sink gets that
+    /// sink's descriptor: inherited as it is when the stream is the sink's
+    /// own, a duplicate of the other one when a `2>&1` below sent it there
+    /// (standard error under a block's `2>&1`, with the command's own
+    /// standard output redirected elsewhere, §7.4).
     fn plan(&self, s: Stream, teed: bool) -> Result<(Plan, Target), Failure> {
         let target = io::resolve(&self.io, s);
         let plan = match &target {
             _ if teed => Plan::Pump,
-            Target::Base(Stream::Out) if matches!(self.stdout, Stdout::Inherit) => {
-                Plan::Direct(Stdio::inherit())
-            }
-            Target::Base(Stream::Err) if matches!(self.stderr, Stdout::Inherit) => {
-                Plan::Direct(Stdio::inherit())
-            }
+            Target::Base(b) => match self.target_fd(&target)? {
+                Some(_) if *b == s => Plan::Direct(Stdio::inherit()),
+                Some(fd) => Plan::Direct(Stdio::from(fd)),
+                None => Plan::Pump,
+            },
             Target::File(f) => Plan::Direct(process::stdio_of(f)?),
-            Target::Base(_) | Target::Capture(..) => Plan::Pump,
+            Target::Capture(..) => Plan::Pump,
         };
         Ok((plan, target))
     }
@@ -221,25 +229,48 @@ impl Vm {
         }
     }
 
+    /// The current standard input as a reader (the decoders and line
+    /// readers, §7.3): a redirect's file or a pipe, else the machine's
+    /// base input. Every read waits with polls of the cancel flag
+    /// ([`crate::waiting`]), so a silent writer cannot hold a cancelled
+    /// run; [`Vm::read_error`] turns such a wait into the cancellation.
+    pub fn input(&self) -> Box<dyn Read> {
+        use std::os::fd::AsRawFd;
+        let cancel = self.cancel_probe();
+        match io::resolve_input(&self.io) {
+            Some(f) => Box::new(crate::waiting::Polled {
+                fd: f.as_raw_fd(),
+                inner: crate::waiting::ArcFile(f),
+                cancel,
+            }),
+            None => match self.stdin {
+                Stdin::Inherit => Box::new(crate::waiting::Polled {
+                    fd: libc::STDIN_FILENO,
+                    inner: std::io::stdin(),
+                    cancel,
+                }),
+                Stdin::Null => Box::new(std::io::empty()),
+            },
+        }
+    }
+
+    /// A failed read of the standard input as the run's failure: a wait
+    /// the cancel flag ended is the run's cancellation.
+    pub fn read_error(&self, who: &str, e: std::io::Error) -> Failure {
+        if crate::waiting::is_cancelled(&e) {
+            if let Err(f) = self.poll_cancel() {
+                return f;
+            }
+        }
+        Failure::error(format!("{who}read: {e}"))
+    }
+
     /// Reads all of the current standard input (the decoders, §7.3).
     pub fn read_input(&mut self) -> Result<Vec<u8>, Failure> {
         let mut buf = Vec::new();
-        match io::resolve_input(&self.io) {
-            Some(f) => {
-                let mut r: &File = &f;
-                r.read_to_end(&mut buf)
-                    .map_err(|e| Failure::error(format!("read: {e}")))?;
-            }
-            None => match self.stdin {
-                Stdin::Inherit => {
-                    std::io::stdin()
-                        .lock()
-                        .read_to_end(&mut buf)
-                        .map_err(|e| Failure::error(format!("read: {e}")))?;
-                }
-                Stdin::Null => {}
-            },
-        }
+        self.input()
+            .read_to_end(&mut buf)
+            .map_err(|e| self.read_error("", e))?;
         Ok(buf)
     }
 
@@ -662,12 +693,13 @@ impl Vm {
             own_group: self.own_process_groups,
             sandbox,
         };
-        let cancel = self.mobile.context.cancel.clone();
+        let probe = self.cancel_probe();
+        let cancelled = move || probe.is_set();
         // Read when the cancel lands: the host stores the cause just
         // before it sets the flag.
         let cause_cell = self.cancel_cause.clone();
         let cause = move || crate::exec::cause_of(cause_cell.load(Ordering::Relaxed));
-        process::run(launch, &cancel, &cause, &mut |s, bytes| {
+        process::run(launch, &cancelled, &cause, &mut |s, bytes| {
             let t = match s {
                 Stream::Out => &out_target,
                 Stream::Err => &err_target,
@@ -982,13 +1014,24 @@ impl Vm {
 
     /// Drops the IO frames above `depth` without committing them (a
     /// failure or an escape is leaving their scope): an atomic `>` is
-    /// aborted, a streaming write stays committed as its bytes landed.
+    /// aborted, a streaming write stays committed as its bytes landed, and
+    /// a capture's buffer is flushed to the sink the capture replaced
+    /// (§7.2, third rule; §17.9 `Cap-halt`), innermost first, so what a
+    /// failing body wrote is never silently lost. A flush that cannot be
+    /// written is dropped: the failure already leaving is the one reported.
     pub(crate) fn drop_io_to(&mut self, depth: usize) {
         while self.io.len() > depth {
             let Some(mut frame) = self.io.pop() else {
                 break;
             };
             let watches = std::mem::take(&mut frame.watches);
+            for s in [Stream::Out, Stream::Err] {
+                if let Some(bytes) = frame.take_capture(s) {
+                    if !bytes.is_empty() {
+                        let _ = self.write_stream(s, &bytes);
+                    }
+                }
+            }
             drop(frame);
             for w in watches {
                 let outcome = match w.atomic {
@@ -1009,10 +1052,12 @@ impl Vm {
     // ---- pipelines ----
 
     pub(crate) fn pipe_begin(&mut self) {
+        let trail_mark = self.trail.len();
         self.pipes.push(PipeRun {
             stages: Vec::new(),
             next_input: None,
             last: None,
+            trail_mark,
         });
     }
 
@@ -1139,9 +1184,8 @@ impl Vm {
                 self.drop_io_to(last.io_depth);
                 self.restore_last_stage(last);
             }
-            let earlier = self.join_stages(run.stages);
-            let cancelled = matches!(failure.reason, Reason::Cancelled(_))
-                && self.mobile.context.cancel.load(Ordering::Relaxed);
+            let earlier = self.join_stages(run.stages, run.trail_mark);
+            let cancelled = matches!(failure.reason, Reason::Cancelled(_)) && self.cancelled();
             if let (Some(f), false) = (earlier, cancelled) {
                 *failure = f;
             }
@@ -1150,12 +1194,20 @@ impl Vm {
 
     /// Waits for every stage thread; the first unforgiven failure in launch
     /// order. A stage's buffered standard error is written out as it ends.
-    fn join_stages(&mut self, stages: Vec<Stage>) -> Option<Failure> {
+    ///
+    /// The stages' trail fragments join the observations the final stage
+    /// recorded here since `trail_mark` in settlement order (§13.3): each
+    /// observation lands where its fact became true, by its `end`, so a
+    /// first stage that ended at once comes before a final stage that ended
+    /// later. Each machine's own observations are already in that order
+    /// (a post-order), and a stable merge by `end` keeps them so.
+    fn join_stages(&mut self, stages: Vec<Stage>, trail_mark: usize) -> Option<Failure> {
         let mut first: Option<Failure> = None;
+        let mut merged = false;
         for stage in stages {
             let mut spins = 0u32;
             while !stage.thread.is_finished() {
-                if self.mobile.context.cancel.load(Ordering::Relaxed) {
+                if self.cancelled() {
                     // The stages share the flag and stop on their own;
                     // wait for them so no thread outlives the run.
                     break;
@@ -1168,6 +1220,7 @@ impl Vm {
                 Ok((r, fragment)) => {
                     // The stage's observations join the trail that owns
                     // the pipeline (§13.3).
+                    merged |= !fragment.is_empty();
                     self.merge_trail(fragment);
                     r
                 }
@@ -1185,6 +1238,12 @@ impl Vm {
                 if !forgiven(&f) && first.is_none() {
                     first = Some(f);
                 }
+            }
+        }
+        if merged {
+            let from = trail_mark.min(self.trail.len());
+            if let Some(tail) = self.trail.get_mut(from..) {
+                tail.sort_by_key(|o| o.end);
             }
         }
         first
@@ -1213,7 +1272,7 @@ impl Vm {
         if let Some(last) = run.last.take() {
             self.restore_last_stage(last);
         }
-        let first = self.join_stages(run.stages);
+        let first = self.join_stages(run.stages, run.trail_mark);
         self.poll_cancel()?;
         match first {
             Some(f) => Err(f),
@@ -1556,11 +1615,15 @@ impl Vm {
 
     // ---- cd (§10.2) ----
 
-    /// Changes the logical working directory.
+    /// Changes the logical working directory. The target resolves as
+    /// every path builtin resolves a path (§10.2), so an empty one is
+    /// refused rather than read as the home directory.
     pub fn change_dir(&mut self, target: &str) -> Result<(), Failure> {
-        let t = if target.is_empty() { "~" } else { target };
+        if target.is_empty() {
+            return Err(Failure::error("cd: the path is empty"));
+        }
         crate::caps::check_chdir(&self.grants)?;
-        let p = normalize(&self.expand_path(t)?);
+        let p = normalize(&self.expand_path(target)?);
         if !p.is_dir() {
             return Err(Failure::error(format!(
                 "cd: {} is not a directory",

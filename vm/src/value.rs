@@ -134,7 +134,16 @@ impl Value {
     /// Structural equality on data (§4.8). Functions and handles, which the
     /// checker never lets a program compare, compare by identity.
     pub fn equal(&self, other: &Value) -> bool {
-        match (self, other) {
+        self.equal_while(other, &mut || true).unwrap_or(false)
+    }
+
+    /// [`Value::equal`] that asks `go_on` before each pair of containers
+    /// it compares and gives up (`None`) when it says no: two values that
+    /// share their parts can hold far more leaves than memory, so a caller
+    /// polls for cancellation here (§8.10). Shared parts compare equal at
+    /// once.
+    pub fn equal_while(&self, other: &Value, go_on: &mut dyn FnMut() -> bool) -> Option<bool> {
+        Some(match (self, other) {
             (Value::Unit, Value::Unit) => true,
             (Value::Bool(a), Value::Bool(b)) => a == b,
             (Value::Int(a), Value::Int(b)) => a == b,
@@ -147,18 +156,44 @@ impl Value {
             (Value::Str(a), Value::Str(b)) => Arc::ptr_eq(a, b) || a == b,
             (Value::Bytes(a), Value::Bytes(b)) => Arc::ptr_eq(a, b) || a == b,
             (Value::List(a), Value::List(b)) => {
-                Arc::ptr_eq(a, b)
-                    || (a.len() == b.len() && a.iter().zip(b.iter()).all(|(x, y)| x.equal(y)))
+                if Arc::ptr_eq(a, b) {
+                    return Some(true);
+                }
+                if a.len() != b.len() {
+                    return Some(false);
+                }
+                if !go_on() {
+                    return None;
+                }
+                for (x, y) in a.iter().zip(b.iter()) {
+                    if !x.equal_while(y, go_on)? {
+                        return Some(false);
+                    }
+                }
+                true
             }
-            (Value::Record(a), Value::Record(b)) => Arc::ptr_eq(a, b) || a.equal(b),
+            (Value::Record(a), Value::Record(b)) => {
+                if Arc::ptr_eq(a, b) {
+                    return Some(true);
+                }
+                if !go_on() {
+                    return None;
+                }
+                a.equal_while(b, go_on)?
+            }
             (Value::Variant(a), Value::Variant(b)) => {
-                Arc::ptr_eq(a, b)
-                    || (a.tag == b.tag
-                        && match (&a.payload, &b.payload) {
-                            (None, None) => true,
-                            (Some(x), Some(y)) => x.equal(y),
-                            (None, Some(_)) | (Some(_), None) => false,
-                        })
+                if Arc::ptr_eq(a, b) {
+                    return Some(true);
+                }
+                if !go_on() {
+                    return None;
+                }
+                a.tag == b.tag
+                    && match (&a.payload, &b.payload) {
+                        (None, None) => true,
+                        (Some(x), Some(y)) => x.equal_while(y, go_on)?,
+                        (None, Some(_)) | (Some(_), None) => false,
+                    }
             }
             (Value::Func(a), Value::Func(b)) => Arc::ptr_eq(a, b),
             (Value::Handle(a), Value::Handle(b)) => Arc::ptr_eq(a, b),
@@ -176,7 +211,7 @@ impl Value {
                 | Value::Handle(_),
                 _,
             ) => false,
-        }
+        })
     }
 
     /// Ordering (§4.8): defined for two numbers or two Strings; `None` for
@@ -422,14 +457,16 @@ impl Record {
         }
     }
 
-    fn equal(&self, other: &Record) -> bool {
-        self.vals.len() == other.vals.len()
-            && self.keys.same(&other.keys)
-            && self
-                .vals
-                .iter()
-                .zip(other.vals.iter())
-                .all(|(a, b)| a.equal(b))
+    fn equal_while(&self, other: &Record, go_on: &mut dyn FnMut() -> bool) -> Option<bool> {
+        if self.vals.len() != other.vals.len() || !self.keys.same(&other.keys) {
+            return Some(false);
+        }
+        for (a, b) in self.vals.iter().zip(other.vals.iter()) {
+            if !a.equal_while(b, go_on)? {
+                return Some(false);
+            }
+        }
+        Some(true)
     }
 }
 

@@ -99,12 +99,31 @@ fn a_ral_stage_streams_without_deadlock() {
 }
 
 #[test]
-fn capture_fails_past_its_limit() {
-    let (_, r) = run("let x = head -c 20000000 /dev/zero\nlength $x");
+fn capture_fails_past_its_limit_and_flushes_what_it_held() {
+    // §7.2: a capture that reaches the cap fails rather than bind a
+    // prefix, and the bytes it buffered are flushed to the sink it
+    // replaced (here the session's standard output) before the failure
+    // goes on.
+    let module = compile("let x = head -c 20000000 /dev/zero\nlength $x");
+    let mut vm = machine();
+    vm.stdout = Stdout::Buffer(Vec::new());
+    let r = vm.run_module(&module);
     assert!(
         matches!(&r, Err(RunError::Escape(Escape::Fail(f))) if f.message.contains("16 MiB")),
         "{r:?}"
     );
+    let flushed = match std::mem::replace(&mut vm.stdout, Stdout::Inherit) {
+        Stdout::Buffer(b) => b,
+        other => panic!("{other:?}"),
+    };
+    let cap = 16 << 20;
+    // Everything up to the chunk that would have crossed the cap.
+    assert!(
+        flushed.len() <= cap && flushed.len() > cap - (1 << 20),
+        "flushed {} bytes",
+        flushed.len()
+    );
+    assert!(flushed.iter().all(|&b| b == 0));
 }
 
 #[test]
@@ -157,4 +176,63 @@ fn try_and_fallback_do_not_recover_a_cancellation_but_guard_cleans_up() {
     assert_eq!(String::from_utf8(out.take()).unwrap(), "cleanup\n");
     assert_eq!(vm.mobile.scope.get_named("before"), Some(&Value::Int(1)));
     assert_eq!(vm.mobile.scope.get_named("after"), None);
+}
+
+/// Raises a cancellation with `cause` on `vm`'s flag after `after`, as a
+/// host's signal handler does.
+fn cancel_later(vm: &Vm, after: Duration, cause: Cause) -> std::thread::JoinHandle<()> {
+    let flag = vm.mobile.context.cancel.clone();
+    let cell = vm.cancel_cause.clone();
+    let count = vm.cancel_count.clone();
+    std::thread::spawn(move || {
+        std::thread::sleep(after);
+        ral_vm::raise_cancel(&flag, &cell, &count, cause);
+    })
+}
+
+/// §8.7: a cleanup runs after a cancelled body with that cancellation held
+/// off: its programs, builtins and loops run (they used to be refused as
+/// "terminated" at once), and the run still ends cancelled afterwards.
+#[test]
+fn a_cleanup_runs_its_programs_with_the_cancellation_held_off() {
+    let module = compile(
+        "guard { sleep 30 } {\n  sh -c 'echo from-a-program'\n  echo !{length [1, 2]}\n  for [3, 4] { |i| echo $i }\n}\necho never",
+    );
+    let mut vm = machine();
+    let out = ral_vm::SharedBuf::default();
+    vm.stdout = Stdout::Writer(Box::new(out.clone()));
+    let setter = cancel_later(&vm, Duration::from_millis(300), Cause::Terminated);
+    let r = vm.run_module(&module);
+    setter.join().unwrap();
+    assert!(
+        matches!(&r, Err(RunError::Escape(Escape::Fail(f))) if f.reason == Reason::Cancelled(Cause::Terminated)),
+        "{r:?}"
+    );
+    assert_eq!(
+        String::from_utf8(out.take()).unwrap(),
+        "from-a-program\n2\n3\n4\n"
+    );
+}
+
+/// A further cancellation ends a cleanup that holds off an earlier one, also
+/// one waiting on a program, and the graver cause stays in force.
+#[test]
+fn a_further_cancellation_ends_a_cleanup() {
+    let module =
+        compile("guard { sleep 30 } { echo cleaning; sleep 30; echo never }\necho never either");
+    let mut vm = machine();
+    let out = ral_vm::SharedBuf::default();
+    vm.stdout = Stdout::Writer(Box::new(out.clone()));
+    let first = cancel_later(&vm, Duration::from_millis(200), Cause::Terminated);
+    let second = cancel_later(&vm, Duration::from_millis(600), Cause::Interrupted);
+    let start = Instant::now();
+    let r = vm.run_module(&module);
+    first.join().unwrap();
+    second.join().unwrap();
+    assert!(start.elapsed() < Duration::from_secs(10));
+    assert!(
+        matches!(&r, Err(RunError::Escape(Escape::Fail(f))) if f.reason == Reason::Cancelled(Cause::Terminated)),
+        "{r:?}"
+    );
+    assert_eq!(String::from_utf8(out.take()).unwrap(), "cleaning\n");
 }

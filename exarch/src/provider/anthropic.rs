@@ -1,8 +1,13 @@
 //! The Anthropic Messages wire format.
 //!
-//! Requests carry the system prompt as one text block and mark it, and the
-//! last block of the last message, `cache_control: ephemeral` (prompt
-//! caching: the conversation prefix is re-read at the cache price).
+//! Requests mark the stable prefix `cache_control: ephemeral` (prompt
+//! caching: a marked prefix is written once and re-read at the cache
+//! price), with the four breakpoints the API allows: the last tool schema
+//! (tools come first in the cached order), the system prompt, the last
+//! block of the last message (the whole conversation, which the next
+//! request repeats and so reads back), and the last block of the user
+//! message before it (the prefix the previous request wrote, read back
+//! when the newest message pushed it past the cache's lookback).
 //! Streaming events: `message_start` (input usage), `content_block_start`
 //! (a text block, or a `tool_use` block with its id and name),
 //! `content_block_delta` (`text_delta`, or `input_json_delta` fragments of
@@ -26,23 +31,33 @@ pub fn request_body(
     streaming: bool,
 ) -> Value {
     let mut messages = wire_messages(req.messages);
-    if let Some(last) = messages
-        .last_mut()
-        .and_then(|m| m.get_mut("content"))
-        .and_then(Value::as_array_mut)
-        .and_then(|c| c.last_mut())
-        .and_then(Value::as_object_mut)
-    {
-        last.insert("cache_control".into(), json!({"type": "ephemeral"}));
+    let n = messages.len();
+    let mut marks = vec![n.checked_sub(1)];
+    // The user message before the last one (messages alternate, so two
+    // back from a final user message).
+    marks.push(n.checked_sub(3));
+    for i in marks.into_iter().flatten() {
+        if let Some(last) = messages
+            .get_mut(i)
+            .and_then(|m| m.get_mut("content"))
+            .and_then(Value::as_array_mut)
+            .and_then(|c| c.last_mut())
+            .and_then(Value::as_object_mut)
+        {
+            last.insert("cache_control".into(), json!({"type": "ephemeral"}));
+        }
     }
-    let tools: Vec<Value> = req
+    let mut tools: Vec<Value> = req
         .tools
         .iter()
         .map(|t| json!({"name": t.name, "description": t.description, "input_schema": t.schema}))
         .collect();
+    if let Some(last) = tools.last_mut() {
+        last["cache_control"] = json!({"type": "ephemeral"});
+    }
     let mut body = json!({
         "model": model,
-        "max_tokens": max_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
+        "max_tokens": req.max_tokens.or(max_tokens).unwrap_or(DEFAULT_MAX_TOKENS),
         "messages": messages,
     });
     if !req.system.is_empty() {
@@ -203,10 +218,9 @@ pub(crate) fn stream_event(
     let v: Value = match serde_json::from_str(&ev.data) {
         Ok(v) => v,
         Err(e) => {
-            return Err(StreamFault {
-                message: format!("an event that is not JSON ({e})"),
-                retryable: false,
-            })
+            return Err(StreamFault::protocol(format!(
+                "an event that is not JSON ({e})"
+            )))
         }
     };
     let kind = ev
@@ -277,9 +291,13 @@ pub(crate) fn stream_event(
                 .pointer("/error/message")
                 .and_then(Value::as_str)
                 .unwrap_or("no message");
+            let overflow = (kind == "invalid_request_error"
+                && msg.to_ascii_lowercase().contains("prompt is too long"))
+            .then(|| super::overflow_counts(msg));
             return Err(StreamFault {
                 message: format!("{kind}: {msg}"),
                 retryable: matches!(kind, "overloaded_error" | "api_error" | "rate_limit_error"),
+                overflow,
             });
         }
         // ping, content_block_stop, and kinds added later.
@@ -330,11 +348,7 @@ mod tests {
             description: "d".into(),
             schema: json!({"type": "object"}),
         }];
-        let req = ChatRequest {
-            system: "sys",
-            messages: &history,
-            tools: &tools,
-        };
+        let req = ChatRequest::new("sys", &history, &tools);
         let b = request_body(&req, "m", None, true);
         assert_eq!(b["max_tokens"], json!(DEFAULT_MAX_TOKENS));
         assert_eq!(b["stream"], json!(true));
@@ -349,6 +363,20 @@ mod tests {
         assert_eq!(msgs[2]["content"][0]["is_error"], json!(true));
         assert_eq!(msgs[2]["content"][1]["text"], "more");
         assert_eq!(msgs[2]["content"][1]["cache_control"]["type"], "ephemeral");
+        // The user message before the last one, and the tools, are marked.
+        assert_eq!(msgs[0]["content"][0]["cache_control"]["type"], "ephemeral");
+        assert!(msgs[1]["content"][1].get("cache_control").is_none());
+        assert_eq!(b["tools"][0]["cache_control"]["type"], "ephemeral");
+        let capped = request_body(
+            &ChatRequest {
+                max_tokens: Some(77),
+                ..req
+            },
+            "m",
+            Some(5),
+            false,
+        );
+        assert_eq!(capped["max_tokens"], json!(77));
     }
 
     #[test]

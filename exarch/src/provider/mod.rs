@@ -2,9 +2,9 @@
 //! the rest of exarch calls [`Provider::complete`], a synchronous method,
 //! and gets a [`Reply`] or a [`ProviderError`].
 //!
-//! - [`HttpProvider`] speaks one of two wire formats ([`WireFormat`]):
-//!   Anthropic Messages ([`anthropic`]) and OpenAI Chat Completions
-//!   ([`openai`]). It streams (SSE, [`sse`]) unless told not to, and falls
+//! - [`HttpProvider`] speaks one of three wire formats ([`WireFormat`]):
+//!   Anthropic Messages ([`anthropic`]), OpenAI Chat Completions
+//!   ([`openai`]) and OpenAI Responses ([`responses`]). It streams (SSE, [`sse`]) unless told not to, and falls
 //!   back to a plain request by itself when a server answers a streaming
 //!   request with a JSON body or refuses it with a 400. Retries follow
 //!   [`retry`]. A request polls the [`Control`] flags while it waits, so
@@ -14,6 +14,7 @@
 
 pub mod anthropic;
 pub mod openai;
+pub mod responses;
 pub mod retry;
 pub mod scripted;
 pub mod sse;
@@ -45,6 +46,21 @@ pub struct ChatRequest<'a> {
     pub system: &'a str,
     pub messages: &'a [Message],
     pub tools: &'a [ToolSpec],
+    /// The output cap for this request, over the provider's configured
+    /// one (a summary request, a small context window).
+    pub max_tokens: Option<u32>,
+}
+
+impl<'a> ChatRequest<'a> {
+    /// A request with the provider's own output cap.
+    pub fn new(system: &'a str, messages: &'a [Message], tools: &'a [ToolSpec]) -> ChatRequest<'a> {
+        ChatRequest {
+            system,
+            messages,
+            tools,
+            max_tokens: None,
+        }
+    }
 }
 
 /// What a request reports while it runs. Every method has a default that
@@ -74,6 +90,14 @@ pub enum ProviderErrorKind {
     Stopped(Stop),
     /// A scripted provider ran out of replies (tests).
     Script,
+    /// The server refused the prompt as longer than the model's context
+    /// window (Anthropic's `prompt is too long`, OpenAI's
+    /// `context_length_exceeded`), with the prompt's token count and the
+    /// limit when the refusal states them.
+    ContextOverflow {
+        tokens: Option<u64>,
+        limit: Option<u64>,
+    },
 }
 
 /// A request that did not produce a reply.
@@ -92,7 +116,8 @@ impl fmt::Display for ProviderError {
             ProviderErrorKind::Transport
             | ProviderErrorKind::Protocol
             | ProviderErrorKind::Stopped(_)
-            | ProviderErrorKind::Script => f.write_str(&self.message)?,
+            | ProviderErrorKind::Script
+            | ProviderErrorKind::ContextOverflow { .. } => f.write_str(&self.message)?,
         }
         if self.attempts > 1 {
             write!(f, " (after {} attempts)", self.attempts)?;
@@ -116,15 +141,25 @@ pub trait Provider: Send + Sync {
         obs: &mut dyn Observer,
         ctl: &Control,
     ) -> Result<Reply, ProviderError>;
+
+    /// The same provider for another model (a model switch), or why not.
+    fn with_model(&self, model: &str) -> Result<Box<dyn Provider>, String> {
+        Err(format!(
+            "the {} provider cannot switch to {model}",
+            self.name()
+        ))
+    }
 }
 
-/// The two wire formats.
+/// The three wire formats.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum WireFormat {
     /// Anthropic Messages, `POST {base}/v1/messages`.
     Anthropic,
     /// OpenAI Chat Completions, `POST {base}/v1/chat/completions`.
     OpenAi,
+    /// OpenAI Responses, `POST {base}/v1/responses`.
+    Responses,
 }
 
 impl WireFormat {
@@ -132,7 +167,16 @@ impl WireFormat {
     pub fn name(self) -> &'static str {
         match self {
             WireFormat::Anthropic => "anthropic",
-            WireFormat::OpenAi => "openai",
+            WireFormat::OpenAi | WireFormat::Responses => "openai",
+        }
+    }
+
+    /// The API's name, for logs.
+    pub fn api(self) -> &'static str {
+        match self {
+            WireFormat::Anthropic => "messages",
+            WireFormat::OpenAi => "chat-completions",
+            WireFormat::Responses => "responses",
         }
     }
 
@@ -140,7 +184,7 @@ impl WireFormat {
     pub fn default_base_url(self) -> &'static str {
         match self {
             WireFormat::Anthropic => "https://api.anthropic.com",
-            WireFormat::OpenAi => "https://api.openai.com",
+            WireFormat::OpenAi | WireFormat::Responses => "https://api.openai.com",
         }
     }
 
@@ -148,7 +192,28 @@ impl WireFormat {
         match self {
             WireFormat::Anthropic => "/v1/messages",
             WireFormat::OpenAi => "/v1/chat/completions",
+            WireFormat::Responses => "/v1/responses",
         }
+    }
+}
+
+/// Whether an OpenAI model is served only by the Responses API (the
+/// `-pro` reasoning models, the Codex models, computer use and deep
+/// research), so `--openai-api auto` picks it.
+pub fn responses_only(model: &str) -> bool {
+    let name = model.rsplit('/').next().unwrap_or(model);
+    name.contains("-pro")
+        || name.contains("codex")
+        || name.starts_with("computer-use")
+        || name.contains("deep-research")
+}
+
+/// The OpenAI wire for `model` under `--openai-api auto`.
+pub fn openai_wire_for(model: &str) -> WireFormat {
+    if responses_only(model) {
+        WireFormat::Responses
+    } else {
+        WireFormat::OpenAi
     }
 }
 
@@ -170,6 +235,9 @@ pub struct HttpConfig {
     /// The longest silence tolerated: before the response headers, and
     /// between two chunks of a body.
     pub idle_timeout: Duration,
+    /// The OpenAI API follows the model ([`openai_wire_for`]) on a model
+    /// switch (`--openai-api auto`).
+    pub auto_api: bool,
 }
 
 impl HttpConfig {
@@ -185,6 +253,7 @@ impl HttpConfig {
             retry: RetryPolicy::default(),
             connect_timeout: Duration::from_secs(30),
             idle_timeout: Duration::from_secs(180),
+            auto_api: false,
         }
     }
 
@@ -339,6 +408,9 @@ impl HttpProvider {
             WireFormat::OpenAi => {
                 openai::request_body(req, &self.cfg.model, self.cfg.max_tokens, streaming)
             }
+            WireFormat::Responses => {
+                responses::request_body(req, &self.cfg.model, self.cfg.max_tokens, streaming)
+            }
         };
         let bytes = serde_json::to_vec(&body)
             .map_err(|e| Failed::Fatal(ProviderErrorKind::Protocol, e.to_string()))?;
@@ -355,7 +427,7 @@ impl HttpProvider {
                     rb = rb.header("x-api-key", k);
                 }
             }
-            WireFormat::OpenAi => {
+            WireFormat::OpenAi | WireFormat::Responses => {
                 if let Some(k) = key {
                     rb = rb.header("authorization", format!("Bearer {k}"));
                 }
@@ -397,6 +469,11 @@ impl HttpProvider {
             let after = retry_after(resp.headers());
             let text = read_all(resp, ctl, idle).await?;
             let message = error_message(&text);
+            // Before the streaming fallback: a too-long prompt is a 400 to
+            // a streaming request too, and plain requests would not help.
+            if let Some(kind) = overflow(status, &text, &message) {
+                return Err(Failed::Fatal(kind, format!("HTTP {status}: {message}")));
+            }
             if retryable_status(status) {
                 return Err(Failed::Retry {
                     kind: ProviderErrorKind::Http(status),
@@ -426,6 +503,7 @@ impl HttpProvider {
             let reply = match wire {
                 WireFormat::Anthropic => anthropic::parse_response(&json),
                 WireFormat::OpenAi => openai::parse_response(&json),
+                WireFormat::Responses => responses::parse_response(&json),
             }
             .map_err(|e| Failed::Fatal(ProviderErrorKind::Protocol, e))?;
             let text = reply_text(&reply);
@@ -502,6 +580,16 @@ impl Provider for HttpProvider {
     ) -> Result<Reply, ProviderError> {
         self.rt.block_on(self.run(req, obs, ctl))
     }
+
+    fn with_model(&self, model: &str) -> Result<Box<dyn Provider>, String> {
+        let mut cfg = self.cfg.clone();
+        cfg.model = model.to_owned();
+        if cfg.auto_api && cfg.wire != WireFormat::Anthropic {
+            cfg.wire = openai_wire_for(model);
+        }
+        cfg.stream = self.stream.load(Ordering::Relaxed);
+        Ok(Box::new(HttpProvider::new(cfg)?))
+    }
 }
 
 /// Why one attempt failed, and what to do about it.
@@ -521,6 +609,8 @@ enum Failed {
 pub(crate) struct StreamFault {
     pub message: String,
     pub retryable: bool,
+    /// The server refused the prompt as too long, mid-stream.
+    pub overflow: Option<ProviderErrorKind>,
 }
 
 impl StreamFault {
@@ -528,6 +618,15 @@ impl StreamFault {
         StreamFault {
             message,
             retryable: true,
+            overflow: None,
+        }
+    }
+
+    pub(crate) fn protocol(message: String) -> StreamFault {
+        StreamFault {
+            message,
+            retryable: false,
+            overflow: None,
         }
     }
 }
@@ -552,6 +651,7 @@ impl Decoder {
         let r = match self.wire {
             WireFormat::Anthropic => anthropic::stream_event(&mut self.acc, ev, obs),
             WireFormat::OpenAi => openai::stream_event(&mut self.acc, ev, obs),
+            WireFormat::Responses => responses::stream_event(&mut self.acc, ev, obs),
         };
         match r {
             Ok(()) if self.acc.done => Some(Ok(std::mem::take(&mut self.acc).finish())),
@@ -563,6 +663,9 @@ impl Decoder {
     /// A broken stream: keep what was shown when text was delivered (never
     /// re-issue it), else retry or give up.
     fn fault(&mut self, fault: StreamFault) -> Result<Reply, Failed> {
+        if let Some(kind) = fault.overflow {
+            return Err(Failed::Fatal(kind, fault.message));
+        }
         if self.acc.delivered_text {
             return Ok(std::mem::take(&mut self.acc).stalled());
         }
@@ -641,6 +744,16 @@ impl Accum {
             }
             json.push_str(args);
         }
+    }
+
+    /// A finished tool part: its id and name when still missing, and its
+    /// whole argument text when no fragment carried any.
+    pub(crate) fn tool_done(&mut self, key: u64, id: Option<&str>, name: Option<&str>, args: &str) {
+        let empty = matches!(
+            self.parts.iter().find(|(k, _)| *k == key),
+            Some((_, Part::Tool { json, .. })) if json.is_empty()
+        ) || !self.parts.iter().any(|(k, _)| *k == key);
+        self.tool(key, id, name, if empty { args } else { "" });
     }
 
     fn part(&mut self, key: u64, fresh: impl FnOnce() -> Part) -> &mut Part {
@@ -773,6 +886,72 @@ fn error_message(body: &str) -> String {
     }
 }
 
+/// Whether an error answer refuses the prompt as too long for the
+/// model's window: Anthropic's 400 `prompt is too long: N tokens > M
+/// maximum` and 413 `request_too_large`, OpenAI's
+/// `context_length_exceeded` code (Chat Completions and Responses), and
+/// the wording local servers copy. The kind carries the counts the
+/// message states.
+pub fn overflow(status: u16, body: &str, message: &str) -> Option<ProviderErrorKind> {
+    let json: Option<serde_json::Value> = serde_json::from_str(body).ok();
+    let code = json
+        .as_ref()
+        .and_then(|v| {
+            v.pointer("/error/code")
+                .or_else(|| v.pointer("/error/type"))
+                .or_else(|| v.get("code"))
+        })
+        .and_then(|c| c.as_str())
+        .unwrap_or_default();
+    let lower = message.to_ascii_lowercase();
+    let refused = code == "context_length_exceeded"
+        || code == "request_too_large"
+        || status == 413
+        || (status == 400
+            && (lower.contains("prompt is too long")
+                || lower.contains("maximum context length")
+                || lower.contains("context window")
+                || lower.contains("context length")
+                || lower.contains("too many tokens")));
+    refused.then(|| overflow_counts(message))
+}
+
+/// The token counts an overflow message states, as a kind.
+pub fn overflow_counts(message: &str) -> ProviderErrorKind {
+    let numbers = |after: &str| -> Option<u64> {
+        let lower = message.to_ascii_lowercase();
+        let at = lower.find(after)? + after.len();
+        let digits: String = message[at..]
+            .chars()
+            .skip_while(|c| !c.is_ascii_digit())
+            .take_while(|c| c.is_ascii_digit() || *c == ',')
+            .filter(char::is_ascii_digit)
+            .collect();
+        digits.parse().ok()
+    };
+    // Anthropic: "prompt is too long: 215000 tokens > 200000 maximum".
+    if let Some(tokens) = numbers("prompt is too long") {
+        let limit = message.split_once('>').and_then(|(_, rest)| {
+            let d: String = rest
+                .chars()
+                .skip_while(|c| !c.is_ascii_digit())
+                .take_while(char::is_ascii_digit)
+                .collect();
+            d.parse().ok()
+        });
+        return ProviderErrorKind::ContextOverflow {
+            tokens: Some(tokens),
+            limit,
+        };
+    }
+    // OpenAI: "maximum context length is 128000 tokens. However, your
+    // messages resulted in 130000 tokens", or "exceed the configured limit
+    // of 272000 tokens. Your messages resulted in 300000 tokens".
+    let limit = numbers("maximum context length is").or_else(|| numbers("limit of"));
+    let tokens = numbers("resulted in");
+    ProviderErrorKind::ContextOverflow { tokens, limit }
+}
+
 fn excerpt(text: &str) -> String {
     let t = text.trim();
     match t.char_indices().nth(300) {
@@ -823,6 +1002,12 @@ mod tests {
         assert_eq!(c.url(), "http://127.0.0.1:9/v1/messages");
         c.wire = WireFormat::OpenAi;
         assert_eq!(c.url(), "http://127.0.0.1:9/v1/chat/completions");
+        c.wire = WireFormat::Responses;
+        assert_eq!(c.url(), "http://127.0.0.1:9/v1/responses");
+        assert_eq!(openai_wire_for("gpt-5-codex"), WireFormat::Responses);
+        assert_eq!(openai_wire_for("o3-pro"), WireFormat::Responses);
+        assert_eq!(openai_wire_for("gpt-4.1"), WireFormat::OpenAi);
+        assert_eq!(openai_wire_for("openrouter/gpt-5"), WireFormat::OpenAi);
     }
 
     #[test]
@@ -835,6 +1020,39 @@ mod tests {
         );
         assert_eq!(error_message("plain words"), "plain words");
         assert_eq!(error_message(""), "(empty body)");
+    }
+
+    #[test]
+    fn overflow_refusals_are_recognised_with_their_counts() {
+        let anth = r#"{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 215000 tokens > 200000 maximum"}}"#;
+        assert_eq!(
+            overflow(400, anth, &error_message(anth)),
+            Some(ProviderErrorKind::ContextOverflow {
+                tokens: Some(215_000),
+                limit: Some(200_000)
+            })
+        );
+        let oai = r#"{"error":{"message":"This model's maximum context length is 128000 tokens. However, your messages resulted in 130,500 tokens. Please reduce the length of the messages.","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}"#;
+        assert_eq!(
+            overflow(400, oai, &error_message(oai)),
+            Some(ProviderErrorKind::ContextOverflow {
+                tokens: Some(130_500),
+                limit: Some(128_000)
+            })
+        );
+        let bare = r#"{"error":{"message":"too big","code":"context_length_exceeded"}}"#;
+        assert_eq!(
+            overflow(400, bare, &error_message(bare)),
+            Some(ProviderErrorKind::ContextOverflow {
+                tokens: None,
+                limit: None
+            })
+        );
+        assert!(overflow(413, "", "request_too_large").is_some());
+        // Other 400s are not overflows.
+        let other = r#"{"error":{"message":"bad tool schema"}}"#;
+        assert_eq!(overflow(400, other, &error_message(other)), None);
+        assert_eq!(overflow(500, anth, "prompt is too long"), None);
     }
 
     #[test]

@@ -45,7 +45,7 @@ pub fn request_body(
             .collect();
         body["tools"] = Value::Array(tools);
     }
-    if let Some(n) = max_tokens {
+    if let Some(n) = req.max_tokens.or(max_tokens) {
         body["max_completion_tokens"] = json!(n);
     }
     if streaming {
@@ -183,18 +183,19 @@ pub(crate) fn stream_event(
     if data.is_empty() {
         return Ok(());
     }
-    let v: Value = serde_json::from_str(data).map_err(|e| StreamFault {
-        message: format!("a chunk that is not JSON ({e})"),
-        retryable: false,
-    })?;
+    let v: Value = serde_json::from_str(data)
+        .map_err(|e| StreamFault::protocol(format!("a chunk that is not JSON ({e})")))?;
     if let Some(e) = v.get("error").filter(|e| !e.is_null()) {
         let msg = e
             .get("message")
             .and_then(Value::as_str)
             .unwrap_or("no message");
+        let overflow = (e.get("code").and_then(Value::as_str) == Some("context_length_exceeded"))
+            .then(|| super::overflow_counts(msg));
         return Err(StreamFault {
             message: format!("the server reported an error mid-stream: {msg}"),
-            retryable: true,
+            retryable: overflow.is_none(),
+            overflow,
         });
     }
     if let Some(u) = v.get("usage").filter(|u| u.is_object()) {
@@ -260,11 +261,7 @@ mod tests {
             description: "d".into(),
             schema: json!({"type": "object"}),
         }];
-        let req = ChatRequest {
-            system: "sys",
-            messages: &history,
-            tools: &tools,
-        };
+        let req = ChatRequest::new("sys", &history, &tools);
         let b = request_body(&req, "gpt", Some(99), true);
         let msgs = b["messages"]
             .as_array()

@@ -64,13 +64,38 @@ impl Scripted {
     }
 }
 
+/// A request as the scripted provider saw it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SeenRequest {
+    pub system: String,
+    pub messages: Vec<Message>,
+    /// How many tools were offered (none for a summary request).
+    pub tools: usize,
+    pub max_tokens: Option<u32>,
+}
+
+/// Answers a request from what it holds (tests of behaviour that depends
+/// on the request, such as a context limit).
+pub type Responder = Box<dyn Fn(&SeenRequest) -> Scripted + Send + Sync>;
+
 /// See the module docs.
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub struct ScriptedProvider {
     script: Mutex<VecDeque<Scripted>>,
-    seen: Mutex<Vec<Vec<Message>>>,
+    seen: Mutex<Vec<SeenRequest>>,
     /// Cycle the script forever instead of running out (the bench).
     cycle: bool,
+    responder: Option<Responder>,
+    model: Option<String>,
+}
+
+impl std::fmt::Debug for ScriptedProvider {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ScriptedProvider")
+            .field("cycle", &self.cycle)
+            .field("responder", &self.responder.is_some())
+            .finish_non_exhaustive()
+    }
 }
 
 impl ScriptedProvider {
@@ -80,6 +105,8 @@ impl ScriptedProvider {
             script: Mutex::new(script.into_iter().collect()),
             seen: Mutex::new(Vec::new()),
             cycle: false,
+            responder: None,
+            model: None,
         }
     }
 
@@ -91,8 +118,29 @@ impl ScriptedProvider {
         }
     }
 
+    /// A provider that answers each request with `f` of it.
+    pub fn responding(
+        f: impl Fn(&SeenRequest) -> Scripted + Send + Sync + 'static,
+    ) -> ScriptedProvider {
+        ScriptedProvider {
+            responder: Some(Box::new(f)),
+            ..ScriptedProvider::default()
+        }
+    }
+
+    /// The same provider naming `model` (the context table keys on it).
+    pub fn named(mut self, model: &str) -> ScriptedProvider {
+        self.model = Some(model.to_owned());
+        self
+    }
+
     /// The conversation each request carried, in order.
     pub fn requests(&self) -> Vec<Vec<Message>> {
+        self.seen().into_iter().map(|r| r.messages).collect()
+    }
+
+    /// Each request whole, in order.
+    pub fn seen(&self) -> Vec<SeenRequest> {
         self.seen.lock().map(|s| s.clone()).unwrap_or_default()
     }
 
@@ -108,7 +156,7 @@ impl Provider for ScriptedProvider {
     }
 
     fn model(&self) -> &str {
-        "scripted"
+        self.model.as_deref().unwrap_or("scripted")
     }
 
     fn complete(
@@ -124,12 +172,25 @@ impl Provider for ScriptedProvider {
                 attempts: 1,
             });
         }
-        if !self.cycle {
-            if let Ok(mut seen) = self.seen.lock() {
-                seen.push(req.messages.to_vec());
+        // A cycling script (the bench) copies nothing.
+        let seen = (!self.cycle || self.responder.is_some()).then(|| SeenRequest {
+            system: req.system.to_owned(),
+            messages: req.messages.to_vec(),
+            tools: req.tools.len(),
+            max_tokens: req.max_tokens,
+        });
+        let answer = match (&self.responder, &seen) {
+            (Some(f), Some(s)) => Some(f(s)),
+            (Some(_), None) | (None, _) => None,
+        };
+        if let (false, Some(s)) = (self.cycle, seen) {
+            if let Ok(mut all) = self.seen.lock() {
+                all.push(s);
             }
         }
-        let next = {
+        let next = if answer.is_some() {
+            answer
+        } else {
             let mut script = self.script.lock().map_err(|_| ProviderError {
                 kind: ProviderErrorKind::Script,
                 message: "the script lock is poisoned".into(),

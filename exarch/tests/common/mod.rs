@@ -108,9 +108,14 @@ impl Seen {
             .map(|(_, v)| v.as_str())
     }
 
-    /// Every tool result string in the request, either wire format.
+    /// Every tool result string in the request, any wire format.
     pub fn tool_results(&self) -> Vec<String> {
         let mut out = Vec::new();
+        for item in self.body["input"].as_array().cloned().unwrap_or_default() {
+            if item["type"] == "function_call_output" {
+                out.push(item["output"].as_str().unwrap_or_default().to_owned());
+            }
+        }
         for m in self.body["messages"]
             .as_array()
             .cloned()
@@ -131,9 +136,14 @@ impl Seen {
     }
 }
 
+/// Answers a request from what it holds (a server with a context limit,
+/// a model that counts its calls).
+pub type Responder = Arc<dyn Fn(&Seen) -> Canned + Send + Sync>;
+
 struct State {
     script: VecDeque<Canned>,
     seen: Vec<Seen>,
+    responder: Option<Responder>,
 }
 
 /// See the module docs.
@@ -146,12 +156,22 @@ pub struct FakeServer {
 
 impl FakeServer {
     pub fn start(script: Vec<Canned>) -> FakeServer {
+        FakeServer::launch(script, None)
+    }
+
+    /// A server that answers each request with `f` of it.
+    pub fn responding(f: impl Fn(&Seen) -> Canned + Send + Sync + 'static) -> FakeServer {
+        FakeServer::launch(Vec::new(), Some(Arc::new(f)))
+    }
+
+    fn launch(script: Vec<Canned>, responder: Option<Responder>) -> FakeServer {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1");
         listener.set_nonblocking(true).expect("nonblocking");
         let addr = listener.local_addr().expect("addr");
         let state = Arc::new(Mutex::new(State {
             script: script.into(),
             seen: Vec::new(),
+            responder,
         }));
         let stop = Arc::new(AtomicBool::new(false));
         let (st, sp) = (state.clone(), stop.clone());
@@ -234,14 +254,22 @@ fn serve(stream: TcpStream, state: &Mutex<State>, stop: &AtomicBool) {
         return;
     }
     let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-    let next = {
+    let seen = Seen {
+        path,
+        headers,
+        body,
+    };
+    let (next, responder) = {
         let mut s = state.lock().unwrap();
-        s.seen.push(Seen {
-            path,
-            headers,
-            body,
-        });
-        s.script.pop_front()
+        s.seen.push(seen.clone());
+        match s.responder.clone() {
+            Some(r) => (None, Some(r)),
+            None => (s.script.pop_front(), None),
+        }
+    };
+    let next = match responder {
+        Some(r) => Some(r(&seen)),
+        None => next,
     };
     let mut out = stream;
     let reply = next.unwrap_or_else(|| {
@@ -302,6 +330,25 @@ fn answer(out: &mut TcpStream, reply: Canned, stop: &AtomicBool) {
     let _ = out.shutdown(std::net::Shutdown::Both);
 }
 
+/// Every run's `log.jsonl` under a log root (`ROOT/PROJECT/RUN/log.jsonl`).
+pub fn run_logs(root: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for project in std::fs::read_dir(root).into_iter().flatten().flatten() {
+        for run in std::fs::read_dir(project.path())
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            let log = run.path().join("log.jsonl");
+            if log.is_file() {
+                out.push(log);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
 // ---- Anthropic Messages ----------------------------------------------------
 
 pub fn anth_usage(input: u64, output: u64) -> Value {
@@ -324,6 +371,25 @@ pub fn anth_tool(id: &str, input: Value) -> Value {
 
 fn ev(name: &str, data: Value) -> String {
     format!("event: {name}\ndata: {data}\n\n")
+}
+
+/// An Anthropic stream of `text` whose usage says `input` prompt tokens.
+pub fn anth_sse_text_usage(text: &str, input: u64) -> Vec<String> {
+    with_anth_input(anth_sse_text(text), input)
+}
+
+/// An Anthropic stream of one `ral` call whose usage says `input` prompt
+/// tokens.
+pub fn anth_sse_tool_usage(id: &str, input: Value, prompt: u64) -> Vec<String> {
+    with_anth_input(anth_sse_tool(id, input), prompt)
+}
+
+fn with_anth_input(mut events: Vec<String>, input: u64) -> Vec<String> {
+    events[0] = ev(
+        "message_start",
+        json!({"type": "message_start", "message": {"id": "m", "usage": {"input_tokens": input, "output_tokens": 1, "cache_read_input_tokens": 0, "cache_creation_input_tokens": 0}}}),
+    );
+    events
 }
 
 pub fn anth_sse_text(text: &str) -> Vec<String> {
@@ -471,21 +537,156 @@ pub fn oai_sse_tool(id: &str, input: Value) -> Vec<String> {
     ]
 }
 
-// ---- Either -----------------------------------------------------------------
+// ---- OpenAI Responses ----------------------------------------------------------
 
-/// Which wire and whether to stream: the four combinations the tests run.
+pub fn resp_usage(input: u64, output: u64) -> Value {
+    json!({"input_tokens": input, "input_tokens_details": {"cached_tokens": 1},
+           "output_tokens": output, "output_tokens_details": {"reasoning_tokens": 0},
+           "total_tokens": input + output})
+}
+
+pub fn resp_text(text: &str) -> Value {
+    json!({"id": "resp_t", "object": "response", "status": "completed", "model": "m",
+           "output": [{"type": "message", "id": "msg_1", "status": "completed", "role": "assistant",
+                       "content": [{"type": "output_text", "text": text, "annotations": []}]}],
+           "usage": resp_usage(11, 5)})
+}
+
+pub fn resp_tool(id: &str, input: Value) -> Value {
+    json!({"id": "resp_c", "object": "response", "status": "completed", "model": "m",
+           "output": [
+               {"type": "reasoning", "id": "rs_1", "summary": []},
+               {"type": "function_call", "id": "fc_1", "status": "completed", "call_id": id,
+                "name": "ral", "arguments": input.to_string()}],
+           "usage": resp_usage(11, 5)})
+}
+
+fn resp_ev(v: Value) -> String {
+    let name = v["type"].as_str().unwrap_or("message").to_owned();
+    format!("event: {name}\ndata: {v}\n\n")
+}
+
+fn resp_done(usage: Value) -> String {
+    resp_ev(json!({"type": "response.completed", "sequence_number": 9,
+                   "response": {"id": "r", "object": "response", "status": "completed", "usage": usage}}))
+}
+
+pub fn resp_sse_text(text: &str) -> Vec<String> {
+    let mid = text.len() / 2;
+    let cut = text
+        .char_indices()
+        .map(|(i, _)| i)
+        .find(|&i| i >= mid)
+        .unwrap_or(0);
+    let (a, b) = text.split_at(cut);
+    vec![
+        resp_ev(json!({"type": "response.created", "sequence_number": 0,
+                       "response": {"id": "r", "status": "in_progress"}})),
+        resp_ev(
+            json!({"type": "response.output_item.added", "output_index": 0,
+                       "item": {"type": "message", "id": "msg_1", "role": "assistant", "content": []}}),
+        ),
+        resp_ev(
+            json!({"type": "response.output_text.delta", "output_index": 0, "content_index": 0,
+                       "item_id": "msg_1", "delta": a}),
+        ),
+        ": keep-alive comment\n\n".to_owned(),
+        resp_ev(
+            json!({"type": "response.output_text.delta", "output_index": 0, "content_index": 0,
+                       "item_id": "msg_1", "delta": b}),
+        ),
+        resp_ev(
+            json!({"type": "response.output_text.done", "output_index": 0, "content_index": 0,
+                       "text": text}),
+        ),
+        resp_ev(
+            json!({"type": "response.output_item.done", "output_index": 0,
+                       "item": {"type": "message", "id": "msg_1", "role": "assistant",
+                                "content": [{"type": "output_text", "text": text}]}}),
+        ),
+        resp_done(resp_usage(11, 5)),
+    ]
+}
+
+pub fn resp_sse_tool(id: &str, input: Value) -> Vec<String> {
+    let args = input.to_string();
+    let mid = args.len() / 2;
+    let cut = args
+        .char_indices()
+        .map(|(i, _)| i)
+        .find(|&i| i >= mid)
+        .unwrap_or(0);
+    let (a, b) = args.split_at(cut);
+    vec![
+        resp_ev(json!({"type": "response.created", "sequence_number": 0,
+                       "response": {"id": "r", "status": "in_progress"}})),
+        resp_ev(
+            json!({"type": "response.output_item.added", "output_index": 0,
+                       "item": {"type": "reasoning", "id": "rs_1", "summary": []}}),
+        ),
+        resp_ev(
+            json!({"type": "response.output_item.added", "output_index": 1,
+                       "item": {"type": "function_call", "id": "fc_1", "call_id": id, "name": "ral",
+                                "arguments": ""}}),
+        ),
+        resp_ev(
+            json!({"type": "response.function_call_arguments.delta", "output_index": 1,
+                       "item_id": "fc_1", "delta": a}),
+        ),
+        resp_ev(
+            json!({"type": "response.function_call_arguments.delta", "output_index": 1,
+                       "item_id": "fc_1", "delta": b}),
+        ),
+        resp_ev(
+            json!({"type": "response.function_call_arguments.done", "output_index": 1,
+                       "item_id": "fc_1", "arguments": args}),
+        ),
+        resp_ev(
+            json!({"type": "response.output_item.done", "output_index": 1,
+                       "item": {"type": "function_call", "id": "fc_1", "call_id": id, "name": "ral",
+                                "arguments": args}}),
+        ),
+        resp_done(resp_usage(11, 5)),
+    ]
+}
+
+// ---- Any -----------------------------------------------------------------------
+
+/// Which wire and whether to stream: the six combinations the tests run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Wire {
     Anthropic,
     OpenAi,
+    /// OpenAI's Responses API (`--provider openai --openai-api responses`).
+    Responses,
 }
 
 impl Wire {
+    /// The `--provider` value.
     pub fn name(self) -> &'static str {
         match self {
             Wire::Anthropic => "anthropic",
-            Wire::OpenAi => "openai",
+            Wire::OpenAi | Wire::Responses => "openai",
         }
+    }
+
+    /// The command-line arguments that select this wire.
+    pub fn args(self) -> Vec<&'static str> {
+        match self {
+            Wire::Anthropic => vec!["--provider", "anthropic"],
+            Wire::OpenAi => vec!["--provider", "openai", "--openai-api", "chat"],
+            Wire::Responses => vec!["--provider", "openai", "--openai-api", "responses"],
+        }
+    }
+
+    /// The system prompt of a request on this wire.
+    pub fn system_of(self, body: &Value) -> String {
+        let s = match self {
+            Wire::Anthropic => &body["system"][0]["text"],
+            Wire::OpenAi => &body["messages"][0]["content"],
+            Wire::Responses => &body["instructions"],
+        };
+        s.as_str().unwrap_or_default().to_owned()
     }
 
     pub fn text(self, stream: bool, text: &str) -> Canned {
@@ -494,6 +695,8 @@ impl Wire {
             (Wire::Anthropic, true) => Canned::sse(anth_sse_text(text)),
             (Wire::OpenAi, false) => Canned::ok(oai_text(text)),
             (Wire::OpenAi, true) => Canned::sse(oai_sse_text(text)),
+            (Wire::Responses, false) => Canned::ok(resp_text(text)),
+            (Wire::Responses, true) => Canned::sse(resp_sse_text(text)),
         }
     }
 
@@ -503,6 +706,8 @@ impl Wire {
             (Wire::Anthropic, true) => Canned::sse(anth_sse_tool(id, input)),
             (Wire::OpenAi, false) => Canned::ok(oai_tool(id, input)),
             (Wire::OpenAi, true) => Canned::sse(oai_sse_tool(id, input)),
+            (Wire::Responses, false) => Canned::ok(resp_tool(id, input)),
+            (Wire::Responses, true) => Canned::sse(resp_sse_tool(id, input)),
         }
     }
 

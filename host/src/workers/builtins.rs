@@ -7,9 +7,7 @@ use ral_vm::audit::{now_us, What};
 use ral_vm::{Failure, Record, Value, Vm};
 
 use super::state::{lock, CancelCause, Claim, Phase, Worker};
-use super::{
-    handle_value, interrupted, reraise, worker_of, Birth, BirthError, Waited, WorkerRegistry,
-};
+use super::{handle_value, reraise, worker_of, Birth, BirthError, Waited, WorkerRegistry};
 
 type Imp = fn(&Arc<WorkerRegistry>, &mut Vm, &[Value]) -> Result<Value, Failure>;
 
@@ -181,10 +179,10 @@ fn watch(reg: &Arc<WorkerRegistry>, vm: &mut Vm, args: &[Value]) -> Result<Value
 
 fn await_(reg: &Arc<WorkerRegistry>, vm: &mut Vm, args: &[Value]) -> Result<Value, Failure> {
     let w = handle_arg(arg(args, 0)?)?;
-    let caller = vm.mobile.context.cancel.clone();
+    let caller = vm.cancel_probe();
     match reg.wait_any(std::slice::from_ref(&w), &caller, true) {
         Waited::Settled(_) | Waited::Cancelled(_) | Waited::NoneLive => {}
-        Waited::Interrupted => return Err(interrupted()),
+        Waited::CallerCancelled => return Err(Failure::cancelled(vm.cancel_cause())),
     }
     reg.forget(w.id);
     deliver(reg, vm, &w)
@@ -268,7 +266,7 @@ fn race(reg: &Arc<WorkerRegistry>, vm: &mut Vm, args: &[Value]) -> Result<Value,
         .iter()
         .map(handle_arg)
         .collect::<Result<Vec<_>, _>>()?;
-    let caller = vm.mobile.context.cancel.clone();
+    let caller = vm.cancel_probe();
     let winner = match reg.wait_any(&ws, &caller, false) {
         Waited::Settled(i) => i,
         Waited::NoneLive | Waited::Cancelled(_) => {
@@ -276,7 +274,7 @@ fn race(reg: &Arc<WorkerRegistry>, vm: &mut Vm, args: &[Value]) -> Result<Value,
                 "race has no running or settled handle left to observe: all are cancelled",
             ))
         }
-        Waited::Interrupted => return Err(interrupted()),
+        Waited::CallerCancelled => return Err(Failure::cancelled(vm.cancel_cause())),
     };
     let Some(win) = ws.get(winner) else {
         return Err(Failure::error("race lost its winner"));
@@ -307,7 +305,7 @@ fn par(reg: &Arc<WorkerRegistry>, vm: &mut Vm, args: &[Value]) -> Result<Value, 
         Ok(0) | Err(_) => total,
         Ok(n) => n.min(total),
     };
-    let caller = vm.mobile.context.cancel.clone();
+    let caller = vm.cancel_probe();
     let mut results: Vec<Option<Value>> = vec![None; total];
     let mut events: Vec<Option<Vec<Value>>> = vec![None; total];
     let mut replayed = 0usize;
@@ -397,9 +395,9 @@ fn par(reg: &Arc<WorkerRegistry>, vm: &mut Vm, args: &[Value]) -> Result<Value, 
                 stop_all(&running, CancelCause::ParSibling);
                 return Err(Failure::error("no item's worker is left to wait for"));
             }
-            Waited::Interrupted => {
-                stop_all(&running, CancelCause::ParInterrupted);
-                return Err(interrupted());
+            Waited::CallerCancelled => {
+                stop_all(&running, CancelCause::ParCancelled);
+                return Err(Failure::cancelled(vm.cancel_cause()));
             }
         }
     }

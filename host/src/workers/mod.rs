@@ -134,13 +134,12 @@ use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::io::Write;
-use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
 use ral_vm::audit::Observation;
-use ral_vm::{Cause, Escape, Failure, Handle, Stdin, Stdout, Value, Vm};
+use ral_vm::{Escape, Failure, Handle, Stdin, Stdout, Value, Vm};
 
 pub use agent::{install_agent_forms, AgentForms, DETACH_BIRTHS};
 pub use builtins::{install_core_worker_builtins, install_worker_builtins};
@@ -290,8 +289,10 @@ enum Waited {
     Cancelled(usize),
     /// None of them is running or settled.
     NoneLive,
-    /// The caller's own cancel flag was set.
-    Interrupted,
+    /// The caller's own cancel flag was set: the wait fails with the
+    /// cause the caller's run was cancelled with (a SIGTERM's
+    /// `terminated`, not always `interrupted`; §8.10).
+    CallerCancelled,
 }
 
 #[derive(Clone)]
@@ -675,7 +676,9 @@ impl WorkerRegistry {
         for w in &workers {
             w.cancel(CancelCause::Shutdown);
             // Also stops a worker cancelled earlier that is still winding
-            // down.
+            // down (a cleanup holding that cancellation off included).
+            w.cancel_count
+                .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
             w.cancel.store(true, std::sync::atomic::Ordering::Relaxed);
         }
         self.notify();
@@ -819,6 +822,7 @@ impl WorkerRegistry {
         machine.stdin = Stdin::Null;
         machine.own_process_groups = true;
         machine.cancel_cause = worker.cancel_cause.clone();
+        machine.cancel_count = worker.cancel_count.clone();
         let audited = matches!(birth, Birth::Defer);
         if let Birth::Service(_) = birth {
             // A service outlives the trail its creator had open: it keeps
@@ -884,7 +888,12 @@ impl WorkerRegistry {
     /// cancelled worker is skipped, or stops the wait when
     /// `stop_on_cancelled`. Each wake-up renews the idle leases of the
     /// workers waited on. `caller` is the waiting machine's cancel flag.
-    fn wait_any(&self, ws: &[Arc<Worker>], caller: &AtomicBool, stop_on_cancelled: bool) -> Waited {
+    fn wait_any(
+        &self,
+        ws: &[Arc<Worker>],
+        caller: &ral_vm::CancelProbe,
+        stop_on_cancelled: bool,
+    ) -> Waited {
         let mut gen = lock(&self.settle_gen);
         loop {
             let now = Instant::now();
@@ -902,8 +911,8 @@ impl WorkerRegistry {
             if !live {
                 return Waited::NoneLive;
             }
-            if caller.load(std::sync::atomic::Ordering::Relaxed) {
-                return Waited::Interrupted;
+            if caller.is_set() {
+                return Waited::CallerCancelled;
             }
             gen = match self.settled.wait_timeout(gen, WAIT_SLICE) {
                 Ok((g, _)) => g,
@@ -1041,9 +1050,4 @@ fn reraise(mut f: Failure) -> Failure {
     f.span = None;
     f.trace.clear();
     f
-}
-
-/// The failure a wait interrupted by the caller's cancel flag reports.
-fn interrupted() -> Failure {
-    Failure::cancelled(Cause::Interrupted)
 }

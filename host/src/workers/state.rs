@@ -9,7 +9,7 @@
 //! registry's table lock is taken.
 
 use std::io::{self, Write};
-use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -59,8 +59,9 @@ pub enum CancelCause {
     RaceLoser,
     /// A sibling item of the same `par` failed.
     ParSibling,
-    /// The `par` call that owned it was interrupted.
-    ParInterrupted,
+    /// The run of the `par` call that owned it was cancelled (an
+    /// interrupt, a signal, a wall).
+    ParCancelled,
     /// Nothing observed it (`await`, `poll`, `race`) for this long.
     Idle(Duration),
     /// It ran longer than the detached limit since its birth.
@@ -76,7 +77,7 @@ impl CancelCause {
             CancelCause::Explicit => "by `cancel`".to_owned(),
             CancelCause::RaceLoser => "by `race`: another handle settled first".to_owned(),
             CancelCause::ParSibling => "by `par`: a sibling item failed".to_owned(),
-            CancelCause::ParInterrupted => "because its `par` call was interrupted".to_owned(),
+            CancelCause::ParCancelled => "because its `par` call was cancelled".to_owned(),
             CancelCause::Idle(d) => format!(
                 "by the idle lease: nothing awaited or polled it for {}",
                 human_duration(d)
@@ -95,7 +96,7 @@ impl CancelCause {
             CancelCause::Explicit
             | CancelCause::RaceLoser
             | CancelCause::ParSibling
-            | CancelCause::ParInterrupted
+            | CancelCause::ParCancelled
             | CancelCause::Idle(_)
             | CancelCause::Backstop(_) => Cause::Cancelled,
         }
@@ -181,6 +182,8 @@ pub(crate) struct Worker {
     /// The cause the worker machine reports when the flag stops it
     /// (`Cause as u8`), stored before the flag is set.
     pub cancel_cause: Arc<AtomicU8>,
+    /// How often its flag was raised (a cleanup holds off one, §8.7).
+    pub cancel_count: Arc<std::sync::atomic::AtomicU32>,
     pub limits: Limits,
     /// Session binding names the spawned function reads (lease pins).
     pub pins: Vec<String>,
@@ -219,6 +222,7 @@ impl Worker {
             born: now,
             cancel: Arc::new(AtomicBool::new(false)),
             cancel_cause: Arc::new(AtomicU8::new(Cause::Cancelled as u8)),
+            cancel_count: Arc::new(std::sync::atomic::AtomicU32::new(0)),
             limits,
             pins,
             state: Mutex::new(State {
@@ -271,9 +275,12 @@ impl Worker {
             st.stdout = CappedBuf::new(st.stdout.cap);
             st.stderr = CappedBuf::new(st.stderr.cap);
             st.surface.discard();
-            self.cancel_cause
-                .store(cause.failure_cause() as u8, Ordering::Relaxed);
-            self.cancel.store(true, Ordering::Relaxed);
+            ral_vm::raise_cancel(
+                &self.cancel,
+                &self.cancel_cause,
+                &self.cancel_count,
+                cause.failure_cause(),
+            );
             true
         } else {
             false

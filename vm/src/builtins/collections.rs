@@ -4,10 +4,13 @@
 //!
 //! Higher-order builtins call back through [`Ctx::call`], poll for
 //! cancellation once per element, and stop at the first failing callback.
+//! The others poll while they build, sort or compare (`pace`), so a large
+//! `range`, sort or comparison ends soon after a cancel.
 
 use std::cmp::Ordering;
 use std::slice;
 
+use super::pace::{self, poll_at, Pacer};
 use super::{arg, int_arg, list_arg, record_arg, str_arg, Ctx};
 use crate::failure::Failure;
 use crate::value::Value;
@@ -105,7 +108,7 @@ fn order(a: &Value, b: &Value) -> Ordering {
 
 /// `sort-list xs`: ascending, stable; numbers numerically, strings
 /// lexicographically.
-pub fn sort_list(_: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
+pub fn sort_list(ctx: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
     let xs = list_arg(args, 0)?;
     sort_kind(xs)?;
     if xs
@@ -114,9 +117,7 @@ pub fn sort_list(_: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
     {
         return Ok(Value::List(xs.clone()));
     }
-    let mut out = xs.to_vec();
-    out.sort_by(order);
-    Ok(Value::list(out))
+    Ok(Value::list(pace::sort_values(ctx, xs, &order)?))
 }
 
 /// `sort-list-by f xs`: stable sort by the key `f` gives each element; `f`
@@ -130,19 +131,21 @@ pub fn sort_list_by(ctx: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure>
         keyed.push(ctx.call(f, slice::from_ref(x))?);
     }
     sort_kind(&keyed)?;
-    let mut idx: Vec<usize> = (0..xs.len()).collect();
-    idx.sort_by(|&i, &j| match (keyed.get(i), keyed.get(j)) {
+    let by_key = |i: usize, j: usize| match (keyed.get(i), keyed.get(j)) {
         (Some(a), Some(b)) => order(a, b),
         _ => Ordering::Equal,
-    });
+    };
+    let idx = pace::sort_positions(ctx, xs.len(), &by_key)?;
     Ok(Value::list(
         idx.into_iter().filter_map(|i| xs.get(i).cloned()).collect(),
     ))
 }
 
 /// `range start end`: the Ints `start, start+1, …, end-1`; empty when
-/// `end <= start`.
-pub fn range(_: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
+/// `end <= start`. Built in runs of [`pace::POLL_EVERY`] with a poll
+/// before each, so a huge range stops growing as soon as the run is
+/// cancelled.
+pub fn range(ctx: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
     let start = int_arg(args, 0)?;
     let end = int_arg(args, 1)?;
     if end <= start {
@@ -153,7 +156,14 @@ pub fn range(_: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
     let mut out = Vec::new();
     out.try_reserve_exact(n)
         .map_err(|_| Failure::error(format!("range {start} {end} is too large")))?;
-    out.extend((start..end).map(Value::Int));
+    let mut from = start;
+    while from < end {
+        ctx.poll()?;
+        let run = i64::try_from(pace::POLL_EVERY).unwrap_or(i64::MAX);
+        let to = from.saturating_add(run).min(end);
+        out.extend((from..to).map(Value::Int));
+        from = to;
+    }
     Ok(Value::list(out))
 }
 
@@ -204,16 +214,15 @@ pub fn is_empty(_: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
 }
 
 /// `keys m`: the keys, sorted (shared, not copied).
-pub fn keys(_: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
+pub fn keys(ctx: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
     let r = record_arg(args, 0)?;
-    Ok(Value::list(
-        r.keys()
-            .as_slice()
-            .iter()
-            .cloned()
-            .map(Value::Str)
-            .collect(),
-    ))
+    let keys = r.keys();
+    let mut out = Vec::with_capacity(keys.as_slice().len());
+    for (i, k) in keys.as_slice().iter().enumerate() {
+        poll_at(ctx, i)?;
+        out.push(Value::Str(k.clone()));
+    }
+    Ok(Value::list(out))
 }
 
 /// `has m key`.
@@ -222,9 +231,12 @@ pub fn has(_: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
     Ok(Value::Bool(r.has(str_arg(args, 1)?)))
 }
 
-/// `equal a b`: structural equality (§4.8).
-pub fn equal(_: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
-    Ok(Value::Bool(arg(args, 0)?.equal(arg(args, 1)?)))
+/// `equal a b`: structural equality (§4.8), polling while it compares.
+pub fn equal(ctx: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
+    let (a, b) = (arg(args, 0)?, arg(args, 1)?);
+    let mut pacer = Pacer::new(ctx);
+    let same = a.equal_while(b, &mut || pacer.go_on());
+    Ok(Value::Bool(pacer.finish_some(same)?))
 }
 
 fn compare(args: &[Value]) -> Result<Ordering, Failure> {

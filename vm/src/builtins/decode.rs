@@ -9,11 +9,11 @@
 //!   rule of §7.3: LF or CRLF ends a line, a lone CR is text, the last line
 //!   may be unterminated. Lines must be UTF-8.
 
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufRead, BufReader};
 
+use super::pace::{self, Pacer};
 use super::{arg, list_arg, Ctx};
 use crate::codec::{csv, json, lines, text};
-use crate::exec::Stdin;
 use crate::failure::Failure;
 use crate::value::Value;
 
@@ -40,19 +40,34 @@ pub fn from_line(ctx: &mut dyn Ctx, _: &[Value]) -> Result<Value, Failure> {
     Ok(lines::decode_line(&input(ctx)?)?)
 }
 
-/// `from-lines`: the input's lines.
+/// `from-lines`: the input's lines (`lines::decode_lines`, with polls).
 pub fn from_lines(ctx: &mut dyn Ctx, _: &[Value]) -> Result<Value, Failure> {
-    Ok(lines::decode_lines(&input(ctx)?))
+    let bytes = input(ctx)?;
+    let mut out = Vec::new();
+    for (i, line) in lines::split_lines_bytes(&bytes).enumerate() {
+        pace::poll_at(ctx, i)?;
+        out.push(match lines::replace_per_byte(line) {
+            std::borrow::Cow::Borrowed(s) => Value::str(s),
+            std::borrow::Cow::Owned(s) => Value::str(s),
+        });
+    }
+    Ok(Value::list(out))
 }
 
 /// `from-json`: one JSON value.
 pub fn from_json(ctx: &mut dyn Ctx, _: &[Value]) -> Result<Value, Failure> {
-    Ok(json::decode_json(&input(ctx)?)?)
+    let bytes = input(ctx)?;
+    let mut pacer = Pacer::new(ctx);
+    let v = json::decode_json_while(&bytes, &mut || pacer.go_on());
+    pacer.finish(v)
 }
 
 /// `from-jsonl`: one JSON value per non-blank line.
 pub fn from_jsonl(ctx: &mut dyn Ctx, _: &[Value]) -> Result<Value, Failure> {
-    Ok(json::decode_jsonl(&input(ctx)?)?)
+    let bytes = input(ctx)?;
+    let mut pacer = Pacer::new(ctx);
+    let v = json::decode_jsonl_while(&bytes, &mut || pacer.go_on());
+    pacer.finish(v)
 }
 
 /// `from-json-at tokens`: the value at an RFC 6901 path.
@@ -61,12 +76,18 @@ pub fn from_json_at(ctx: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure>
         .iter()
         .map(crate::display::to_text)
         .collect();
-    Ok(json::decode_json_at(&input(ctx)?, &tokens)?)
+    let bytes = input(ctx)?;
+    let mut pacer = Pacer::new(ctx);
+    let v = json::decode_json_at_while(&bytes, &tokens, &mut || pacer.go_on());
+    pacer.finish(v)
 }
 
 /// `from-csv`: header-keyed maps of text.
 pub fn from_csv(ctx: &mut dyn Ctx, _: &[Value]) -> Result<Value, Failure> {
-    Ok(csv::decode_csv(&input(ctx)?)?)
+    let bytes = input(ctx)?;
+    let mut pacer = Pacer::new(ctx);
+    let v = csv::decode_csv_while(&bytes, &mut || pacer.go_on());
+    pacer.finish(v)
 }
 
 /// Calls `f` on each input line, stopping early when it returns `false`.
@@ -75,22 +96,22 @@ fn for_each_line(
     who: &str,
     f: &mut dyn FnMut(&mut dyn Ctx, String) -> Result<(), Failure>,
 ) -> Result<(), Failure> {
-    let vm = ctx.vm().ok_or_else(no_vm)?;
-    let reader: Box<dyn Read> = match crate::io::resolve_input(&vm.io) {
-        Some(file) => Box::new(ArcFile(file)),
-        None => match vm.stdin {
-            Stdin::Inherit => Box::new(std::io::stdin()),
-            Stdin::Null => Box::new(std::io::empty()),
-        },
-    };
+    let reader = ctx.vm().ok_or_else(no_vm)?.input();
     let mut reader = BufReader::with_capacity(64 * 1024, reader);
     let mut buf = Vec::new();
     let mut n = 0usize;
     loop {
         buf.clear();
-        let k = reader
-            .read_until(b'\n', &mut buf)
-            .map_err(|e| Failure::error(format!("{who}: read: {e}")))?;
+        let k = match reader.read_until(b'\n', &mut buf) {
+            Ok(k) => k,
+            Err(e) => {
+                let who = format!("{who}: ");
+                return Err(match ctx.vm() {
+                    Some(vm) => vm.read_error(&who, e),
+                    None => Failure::error(format!("{who}read: {e}")),
+                });
+            }
+        };
         if k == 0 {
             return Ok(());
         }
@@ -104,15 +125,6 @@ fn for_each_line(
         })?;
         ctx.poll()?;
         f(ctx, line.to_owned())?;
-    }
-}
-
-/// A shared file as a reader.
-struct ArcFile(std::sync::Arc<std::fs::File>);
-
-impl Read for ArcFile {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        (&*self.0).read(buf)
     }
 }
 

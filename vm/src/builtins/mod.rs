@@ -14,7 +14,8 @@
 //! [`Ctx`] is what a builtin may ask of the VM: call a ral function value
 //! (for `map`, `filter`, `fold`, `each`, `sort-list-by`), write to the
 //! current byte channel (for the `to-*` encoders), and poll for
-//! cancellation inside loops.
+//! cancellation inside loops. Every builtin that can run long polls while
+//! it works, through the helpers of `pace` (§8.10).
 
 use std::sync::{Arc, OnceLock};
 
@@ -29,6 +30,7 @@ pub mod decode;
 pub mod fs;
 pub mod numbers;
 pub mod output;
+pub(crate) mod pace;
 pub mod prelude;
 pub mod quoting;
 pub mod re;
@@ -54,7 +56,8 @@ pub trait Ctx {
         false
     }
 
-    /// Checks for cancellation; loops call it once per element (§8.10).
+    /// Checks for cancellation (§8.10); loops call it through
+    /// `pace::poll_at` and walkers through `pace::Pacer`.
     fn poll(&mut self) -> Result<(), Failure> {
         Ok(())
     }

@@ -4,8 +4,9 @@
 //! output first and writes it with one [`Ctx::write`], so a failure writes
 //! nothing. `ral` writes `LF` alone.
 
+use super::pace::{poll_at, text_of, Pacer};
 use super::{arg, list_arg, wrong, Ctx};
-use crate::codec::{csv, json, lines, text};
+use crate::codec::{csv, json};
 use crate::failure::Failure;
 use crate::value::Value;
 
@@ -15,27 +16,38 @@ pub fn to_string(ctx: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
     if let Value::Str(s) = v {
         ctx.write(s.as_bytes())?;
     } else {
-        ctx.write(&text::encode_string(v))?;
+        let text = text_of(ctx, v)?;
+        ctx.write(text.as_bytes())?;
     }
     Ok(Value::Unit)
 }
 
 /// `to-line x`: writes the text form and a line feed.
 pub fn to_line(ctx: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
-    ctx.write(&lines::encode_line(arg(args, 0)?))?;
+    let mut text = text_of(ctx, arg(args, 0)?)?;
+    text.push('\n');
+    ctx.write(text.as_bytes())?;
     Ok(Value::Unit)
 }
 
 /// `to-lines xs`: writes each element's text form followed by a line feed
 /// (`to-lines []` writes nothing).
 pub fn to_lines(ctx: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
-    let xs = arg(args, 0)?;
-    if !matches!(xs, Value::List(_)) {
-        return Err(wrong("a List", xs));
+    let xs = list_arg(args, 0)?;
+    // `lines::encode_lines`, element by element with polls.
+    let mut out = String::new();
+    let mut pacer = Pacer::new(ctx);
+    let mut done = Some(());
+    for x in xs.iter() {
+        done = crate::display::write_text_while(&mut out, x, &mut || pacer.go_on());
+        if done.is_none() {
+            break;
+        }
+        out.push('\n');
     }
-    let out = lines::encode_lines(xs)?;
+    pacer.finish_some(done)?;
     if !out.is_empty() {
-        ctx.write(&out)?;
+        ctx.write(out.as_bytes())?;
     }
     Ok(Value::Unit)
 }
@@ -56,6 +68,7 @@ pub fn ints_to_bytes(ctx: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure
     let xs = list_arg(args, 0)?;
     let mut out = Vec::with_capacity(xs.len());
     for (i, x) in xs.iter().enumerate() {
+        poll_at(ctx, i)?;
         let Value::Int(n) = x else {
             return Err(Failure::error(format!(
                 "element {i} is {}, not an Int",
@@ -75,14 +88,21 @@ pub fn ints_to_bytes(ctx: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure
 /// `to-json x`: writes `x` as JSON; a function or handle inside it fails,
 /// naming its pointer, before anything is written.
 pub fn to_json(ctx: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
-    ctx.write(&json::encode_json(arg(args, 0)?)?)?;
+    let v = arg(args, 0)?;
+    let mut pacer = Pacer::new(ctx);
+    let out = json::encode_json_while(v, &mut || pacer.go_on());
+    let out = pacer.finish(out)?;
+    ctx.write(&out)?;
     Ok(Value::Unit)
 }
 
 /// `to-jsonl xs`: writes each element as one line of JSON; writes nothing
 /// if any element is refused, naming its index.
 pub fn to_jsonl(ctx: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
-    let out = json::encode_jsonl(arg(args, 0)?)?;
+    let v = arg(args, 0)?;
+    let mut pacer = Pacer::new(ctx);
+    let out = json::encode_jsonl_while(v, &mut || pacer.go_on());
+    let out = pacer.finish(out)?;
     if !out.is_empty() {
         ctx.write(&out)?;
     }

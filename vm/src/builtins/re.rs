@@ -14,6 +14,7 @@ use std::cell::RefCell;
 
 use regex::Regex;
 
+use super::pace::poll_at;
 use super::{str_arg, Ctx};
 use crate::failure::Failure;
 use crate::value::Value;
@@ -51,11 +52,14 @@ pub fn re_match(_: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
 }
 
 /// `re-split pat s`: the pieces of `s` between matches of `pat`.
-pub fn re_split(_: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
+pub fn re_split(ctx: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
     let re = compile(str_arg(args, 0)?)?;
-    Ok(Value::list(
-        re.split(str_arg(args, 1)?).map(Value::str).collect(),
-    ))
+    let mut out = Vec::new();
+    for (i, part) in re.split(str_arg(args, 1)?).enumerate() {
+        poll_at(ctx, i)?;
+        out.push(Value::str(part));
+    }
+    Ok(Value::list(out))
 }
 
 /// `re-find-match pat s`: `` `just m `` for the first match, else
@@ -69,13 +73,14 @@ pub fn re_find_match(_: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> 
 }
 
 /// `re-find-matches pat s`: every non-overlapping match, in order.
-pub fn re_find_matches(_: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
+pub fn re_find_matches(ctx: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
     let re = compile(str_arg(args, 0)?)?;
-    Ok(Value::list(
-        re.find_iter(str_arg(args, 1)?)
-            .map(|m| Value::str(m.as_str()))
-            .collect(),
-    ))
+    let mut out = Vec::new();
+    for (i, m) in re.find_iter(str_arg(args, 1)?).enumerate() {
+        poll_at(ctx, i)?;
+        out.push(Value::str(m.as_str()));
+    }
+    Ok(Value::list(out))
 }
 
 /// `re-replace pat repl s`: `s` with the first match replaced.
@@ -88,12 +93,22 @@ pub fn re_replace(_: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
 }
 
 /// `re-replace-all pat repl s`: `s` with every match replaced.
-pub fn re_replace_all(_: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
+pub fn re_replace_all(ctx: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
     let re = compile(str_arg(args, 0)?)?;
     let repl = str_arg(args, 1)?;
-    Ok(Value::str(
-        re.replace_all(str_arg(args, 2)?, repl).into_owned(),
-    ))
+    let text = str_arg(args, 2)?;
+    // `Regex::replace_all` by hand, so the matches are counted and polled.
+    let mut out = String::with_capacity(text.len());
+    let mut last = 0;
+    for (i, caps) in re.captures_iter(text).enumerate() {
+        poll_at(ctx, i)?;
+        let Some(m) = caps.get(0) else { continue };
+        out.push_str(text.get(last..m.start()).unwrap_or_default());
+        caps.expand(repl, &mut out);
+        last = m.end();
+    }
+    out.push_str(text.get(last..).unwrap_or_default());
+    Ok(Value::str(out))
 }
 
 #[cfg(test)]

@@ -141,7 +141,7 @@ pub fn use_(ctx: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
 }
 
 /// `ask prompt`: prompts on the controlling terminal and reads one line.
-pub fn ask(_ctx: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
+pub fn ask(ctx: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
     let prompt = str_arg(args, 0)?;
     let tty = std::fs::OpenOptions::new()
         .read(true)
@@ -152,10 +152,21 @@ pub fn ask(_ctx: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
     out.write_all(prompt.as_bytes())
         .and_then(|_| out.flush())
         .map_err(|e| Failure::error(format!("ask: {e}")))?;
+    // The wait for the answer ends when the run is cancelled.
+    let cancel = ctx.vm().map_or_else(
+        || crate::exec::CancelProbe::of_flag(std::sync::Arc::default()),
+        |vm| vm.cancel_probe(),
+    );
+    let reader = crate::waiting::Polled {
+        fd: std::os::fd::AsRawFd::as_raw_fd(&tty),
+        inner: &tty,
+        cancel,
+    };
     let mut line = String::new();
-    std::io::BufReader::new(&tty)
-        .read_line(&mut line)
-        .map_err(|e| Failure::error(format!("ask: {e}")))?;
+    if let Err(e) = std::io::BufReader::new(reader).read_line(&mut line) {
+        ctx.poll()?;
+        return Err(Failure::error(format!("ask: {e}")));
+    }
     let keep = crate::codec::lines::strip_one_newline(&line).len();
     line.truncate(keep);
     Ok(Value::str(line))

@@ -1,19 +1,30 @@
 //! Strings and text (§14.3, §7.3): `upper`, `lower`, `dedent`, `slice`,
 //! `intercalate`, `string-replace`, `lines`, `str`.
 
+use super::pace::{self, poll_at};
 use super::{arg, int_arg, list_arg, str_arg, Ctx};
-use crate::display::to_text;
 use crate::failure::Failure;
 use crate::value::Value;
 
 /// `upper s`: Unicode upper case.
-pub fn upper(_: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
-    Ok(Value::str(str_arg(args, 0)?.to_uppercase()))
+pub fn upper(ctx: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
+    map_pieces(ctx, str_arg(args, 0)?, str::to_uppercase)
 }
 
 /// `lower s`: Unicode lower case.
-pub fn lower(_: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
-    Ok(Value::str(str_arg(args, 0)?.to_lowercase()))
+pub fn lower(ctx: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
+    map_pieces(ctx, str_arg(args, 0)?, str::to_lowercase)
+}
+
+/// `f` applied to `s` piece by piece ([`pace::pieces`]), with a poll
+/// before each piece.
+fn map_pieces(ctx: &mut dyn Ctx, s: &str, f: fn(&str) -> String) -> Result<Value, Failure> {
+    let mut out = String::with_capacity(s.len());
+    for piece in pace::pieces(s) {
+        ctx.poll()?;
+        out.push_str(&f(piece));
+    }
+    Ok(Value::str(out))
 }
 
 /// The leading spaces and tabs of a line.
@@ -27,11 +38,15 @@ fn indentation(line: &str) -> &str {
 /// space never match). A blank line (only spaces, tabs and a `CR`) does not
 /// vote, and loses its whitespace, keeping only its line terminator. Line
 /// terminators and everything after the indentation are untouched.
-pub fn dedent(_: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
+pub fn dedent(ctx: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
     let s = str_arg(args, 0)?;
     let is_blank = |line: &str| line.trim_matches([' ', '\t', '\r', '\n']).is_empty();
     let mut common: Option<&str> = None;
-    for line in s.split_inclusive('\n').filter(|l| !is_blank(l)) {
+    for (i, line) in s.split_inclusive('\n').enumerate() {
+        poll_at(ctx, i)?;
+        if is_blank(line) {
+            continue;
+        }
         let ind = indentation(line);
         common = Some(match common {
             None => ind,
@@ -47,7 +62,8 @@ pub fn dedent(_: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
     }
     let cut = common.map_or(0, str::len);
     let mut out = String::with_capacity(s.len());
-    for line in s.split_inclusive('\n') {
+    for (i, line) in s.split_inclusive('\n').enumerate() {
+        poll_at(ctx, i)?;
         if is_blank(line) {
             let body = line.trim_end_matches('\n');
             let body = body.strip_suffix('\r').map_or("", |_| "\r");
@@ -98,7 +114,7 @@ pub fn slice(_: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
 }
 
 /// `intercalate sep xs`: the strings of `xs` joined by `sep`.
-pub fn intercalate(_: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
+pub fn intercalate(ctx: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
     let sep = str_arg(args, 0)?;
     let xs = list_arg(args, 1)?;
     let mut total = sep.len() * xs.len().saturating_sub(1);
@@ -107,6 +123,7 @@ pub fn intercalate(_: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
     }
     let mut out = String::with_capacity(total);
     for (i, x) in xs.iter().enumerate() {
+        poll_at(ctx, i)?;
         if i > 0 {
             out.push_str(sep);
         }
@@ -122,7 +139,7 @@ pub fn intercalate(_: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
 /// replaced by `to`. It fails when `from` is empty, does not occur, or
 /// occurs more than once (occurrences counted overlapping, so `aa` in
 /// `aaa` is two: the replacement must be unambiguous).
-pub fn string_replace(_: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
+pub fn string_replace(ctx: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
     let from = str_arg(args, 0)?;
     let to = str_arg(args, 1)?;
     let s = str_arg(args, 2)?;
@@ -138,6 +155,7 @@ pub fn string_replace(_: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure>
     let mut count = 1;
     let mut pos = at + step;
     while let Some(i) = s.get(pos..).and_then(|rest| rest.find(from)) {
+        poll_at(ctx, count)?;
         count += 1;
         pos += i + step;
     }
@@ -147,9 +165,9 @@ pub fn string_replace(_: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure>
         )));
     }
     let mut out = String::with_capacity(s.len() - from.len() + to.len());
-    out.push_str(&s[..at]);
-    out.push_str(to);
-    out.push_str(&s[at + from.len()..]);
+    pace::push_str(ctx, &mut out, &s[..at])?;
+    pace::push_str(ctx, &mut out, to)?;
+    pace::push_str(ctx, &mut out, &s[at + from.len()..])?;
     Ok(Value::str(out))
 }
 
@@ -158,19 +176,22 @@ pub fn string_replace(_: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure>
 pub use crate::codec::lines::split_lines;
 
 /// `lines s`: the lines of `s` by the line rule.
-pub fn lines(_: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
-    Ok(Value::list(
-        split_lines(str_arg(args, 0)?).map(Value::str).collect(),
-    ))
+pub fn lines(ctx: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
+    let mut out = Vec::new();
+    for (i, line) in split_lines(str_arg(args, 0)?).enumerate() {
+        poll_at(ctx, i)?;
+        out.push(Value::str(line));
+    }
+    Ok(Value::list(out))
 }
 
 /// `str x`: the text conversion (§4.9). A string is returned as is.
-pub fn str(_: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
+pub fn str(ctx: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
     let v = arg(args, 0)?;
     if let Value::Str(_) = v {
         return Ok(v.clone());
     }
-    Ok(Value::str(to_text(v)))
+    Ok(Value::str(pace::text_of(ctx, v)?))
 }
 
 #[cfg(test)]

@@ -56,14 +56,24 @@ fn syntax(line: usize, message: String) -> CodecError {
         .within(Within::Line(line))
 }
 
-/// Splits `src` into records of fields.
-fn parse(src: &str) -> Result<Vec<Row>, CodecError> {
+/// Splits `src` into records of fields, asking `go_on` once per record
+/// (see [`decode_csv_while`]).
+fn parse(src: &str, go_on: &mut dyn FnMut() -> bool) -> Result<Vec<Row>, CodecError> {
     let bytes = src.as_bytes();
     let text = |a: usize, b: usize| src.get(a..b).unwrap_or_default();
     let mut rows = Vec::new();
     let mut line = 1;
     let mut i = 0;
     while i < bytes.len() {
+        if !go_on() {
+            return Err(CodecError::new(
+                FROM,
+                ErrorKind::Syntax,
+                String::new(),
+                None,
+                "stopped".to_owned(),
+            ));
+        }
         let start_line = line;
         let mut fields = Vec::new();
         let mut quoted_any = false;
@@ -155,8 +165,18 @@ fn parse(src: &str) -> Result<Vec<Row>, CodecError> {
 
 /// `from-csv`: a list of maps from header name to `String`.
 pub fn decode_csv(bytes: &[u8]) -> Result<Value, CodecError> {
+    decode_csv_while(bytes, &mut || true)
+}
+
+/// [`decode_csv`] asking `go_on` once per record; when it says no,
+/// decoding stops with an error the caller replaces by the reason it said
+/// no (a builtin's cancellation, §8.10).
+pub fn decode_csv_while(
+    bytes: &[u8],
+    go_on: &mut dyn FnMut() -> bool,
+) -> Result<Value, CodecError> {
     let src = super::text::utf8(FROM, bytes)?;
-    let mut rows = parse(src)?.into_iter().filter(|r| !r.blank);
+    let mut rows = parse(src, go_on)?.into_iter().filter(|r| !r.blank);
     let Some(header) = rows.next() else {
         return Ok(Value::list(Vec::new()));
     };

@@ -66,19 +66,38 @@ pub const PAYLOAD_KEY: &str = "payload";
 
 /// `from-json`: one JSON value.
 pub fn decode_json(bytes: &[u8]) -> Result<Value, CodecError> {
-    decode_as("from-json", bytes)
+    decode_json_while(bytes, &mut || true)
+}
+
+/// [`decode_json`] asking `go_on` once per value it reads; when it says
+/// no, decoding stops with an error the caller replaces by the reason it
+/// said no (a builtin's cancellation, §8.10). The same holds for every
+/// `_while` function here.
+pub fn decode_json_while(
+    bytes: &[u8],
+    go_on: &mut dyn FnMut() -> bool,
+) -> Result<Value, CodecError> {
+    decode_as("from-json", bytes, go_on)
 }
 
 /// `from-jsonl`: one JSON value per line by the line rule (§7.3). A blank
 /// line (only spaces, tabs and carriage returns) holds no value. An error
 /// names its 1-based line.
 pub fn decode_jsonl(bytes: &[u8]) -> Result<Value, CodecError> {
+    decode_jsonl_while(bytes, &mut || true)
+}
+
+/// [`decode_jsonl`] asking `go_on` (see [`decode_json_while`]).
+pub fn decode_jsonl_while(
+    bytes: &[u8],
+    go_on: &mut dyn FnMut() -> bool,
+) -> Result<Value, CodecError> {
     let mut out = Vec::new();
     for (n, line) in numbered_lines(bytes) {
         if line.iter().all(|b| matches!(b, b' ' | b'\t' | b'\r')) {
             continue;
         }
-        out.push(decode_as("from-jsonl", line).map_err(|e| on_line(e, n))?);
+        out.push(decode_as("from-jsonl", line, go_on).map_err(|e| on_line(e, n))?);
     }
     Ok(Value::list(out))
 }
@@ -87,7 +106,16 @@ pub fn decode_jsonl(bytes: &[u8]) -> Result<Value, CodecError> {
 /// value at the RFC 6901 reference tokens (already split and unescaped): an
 /// object member by exact key, an array element by canonical decimal index.
 pub fn decode_json_at<S: AsRef<str>>(bytes: &[u8], tokens: &[S]) -> Result<Value, CodecError> {
-    let root = decode_as("from-json-at", bytes)?;
+    decode_json_at_while(bytes, tokens, &mut || true)
+}
+
+/// [`decode_json_at`] asking `go_on` (see [`decode_json_while`]).
+pub fn decode_json_at_while<S: AsRef<str>>(
+    bytes: &[u8],
+    tokens: &[S],
+    go_on: &mut dyn FnMut() -> bool,
+) -> Result<Value, CodecError> {
+    let root = decode_as("from-json-at", bytes, go_on)?;
     select(&root, tokens).cloned()
 }
 
@@ -185,13 +213,18 @@ fn key_list(r: &Record) -> String {
     out.join(", ")
 }
 
-fn decode_as(codec: &'static str, bytes: &[u8]) -> Result<Value, CodecError> {
+fn decode_as(
+    codec: &'static str,
+    bytes: &[u8],
+    go_on: &mut dyn FnMut() -> bool,
+) -> Result<Value, CodecError> {
     let src = super::text::utf8(codec, bytes)?;
     let mut p = Parser {
         codec,
         src,
         pos: 0,
         path: Vec::new(),
+        go_on,
     };
     p.skip_ws();
     if p.peek().is_none() {
@@ -216,6 +249,8 @@ struct Parser<'a> {
     src: &'a str,
     pos: usize,
     path: Vec<Seg>,
+    /// Asked once per value; decoding stops when it says no.
+    go_on: &'a mut dyn FnMut() -> bool,
 }
 
 impl Parser<'_> {
@@ -285,6 +320,9 @@ impl Parser<'_> {
     }
 
     fn value(&mut self) -> Result<Value, CodecError> {
+        if !(self.go_on)() {
+            return Err(stopped(self.codec));
+        }
         match self.peek() {
             Some(b'{') => self.object(),
             Some(b'[') => self.array(),
@@ -591,9 +629,18 @@ impl Parser<'_> {
 
 /// `to-json`: the value as compact UTF-8 JSON (see the module docs).
 pub fn encode_json(value: &Value) -> Result<Vec<u8>, CodecError> {
+    encode_json_while(value, &mut || true)
+}
+
+/// [`encode_json`] asking `go_on` once per value it writes (see
+/// [`decode_json_while`]).
+pub fn encode_json_while(
+    value: &Value,
+    go_on: &mut dyn FnMut() -> bool,
+) -> Result<Vec<u8>, CodecError> {
     let mut out = String::new();
     let mut ptr = String::new();
-    write_json(&mut out, value, &mut ptr, "to-json")?;
+    write_json(&mut out, value, &mut ptr, "to-json", go_on)?;
     Ok(out.into_bytes())
 }
 
@@ -601,6 +648,14 @@ pub fn encode_json(value: &Value) -> Result<Vec<u8>, CodecError> {
 /// an `LF`. If any element is refused, nothing is returned and the error
 /// names its index.
 pub fn encode_jsonl(value: &Value) -> Result<Vec<u8>, CodecError> {
+    encode_jsonl_while(value, &mut || true)
+}
+
+/// [`encode_jsonl`] asking `go_on` (see [`decode_json_while`]).
+pub fn encode_jsonl_while(
+    value: &Value,
+    go_on: &mut dyn FnMut() -> bool,
+) -> Result<Vec<u8>, CodecError> {
     let Value::List(items) = value else {
         return Err(CodecError::new(
             "to-jsonl",
@@ -614,7 +669,7 @@ pub fn encode_jsonl(value: &Value) -> Result<Vec<u8>, CodecError> {
     let mut ptr = String::new();
     for (i, item) in items.iter().enumerate() {
         ptr.clear();
-        write_json(&mut out, item, &mut ptr, "to-jsonl")
+        write_json(&mut out, item, &mut ptr, "to-jsonl", go_on)
             .map_err(|e| e.within(Within::Element(i)))?;
         out.push('\n');
     }
@@ -626,7 +681,11 @@ fn write_json(
     value: &Value,
     ptr: &mut String,
     codec: &'static str,
+    go_on: &mut dyn FnMut() -> bool,
 ) -> Result<(), CodecError> {
+    if !go_on() {
+        return Err(stopped(codec));
+    }
     let refuse = |ptr: &str, why: &str| {
         let found = describe(value);
         CodecError::new(
@@ -666,7 +725,7 @@ fn write_json(
                 }
                 let len = ptr.len();
                 push_token(ptr, &i.to_string());
-                write_json(out, item, ptr, codec)?;
+                write_json(out, item, ptr, codec, go_on)?;
                 ptr.truncate(len);
             }
             out.push(']');
@@ -681,7 +740,7 @@ fn write_json(
                 out.push(':');
                 let len = ptr.len();
                 push_token(ptr, k);
-                write_json(out, v, ptr, codec)?;
+                write_json(out, v, ptr, codec, go_on)?;
                 ptr.truncate(len);
             }
             out.push('}');
@@ -697,7 +756,7 @@ fn write_json(
                 out.push_str("\":");
                 let len = ptr.len();
                 push_token(ptr, PAYLOAD_KEY);
-                write_json(out, payload, ptr, codec)?;
+                write_json(out, payload, ptr, codec, go_on)?;
                 ptr.truncate(len);
             }
             out.push('}');
@@ -710,6 +769,18 @@ fn write_json(
         }
     }
     Ok(())
+}
+
+/// The error of a codec whose `go_on` said no; the caller reports its own
+/// reason instead.
+fn stopped(codec: &'static str) -> CodecError {
+    CodecError::new(
+        codec,
+        ErrorKind::Unrepresentable,
+        String::new(),
+        None,
+        "stopped".to_owned(),
+    )
 }
 
 /// A JSON string literal for `s`.

@@ -97,6 +97,7 @@ mod tests {
             "h\u{fffd}".as_bytes()
         );
         let xs = Value::list(vec![Value::Int(1), Value::str("b c")]);
-        assert_eq!(encode_string(&xs), b"[1, 'b c']");
+        // §4.9: strings inside a collection are written raw, as at the top.
+        assert_eq!(encode_string(&xs), b"[1, b c]");
     }
 }

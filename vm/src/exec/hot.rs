@@ -264,15 +264,19 @@ impl Vm {
                     _ => slow!(),
                 },
                 Op::Eq { dst, lhs, rhs } => {
-                    let b = if let (Value::Int(a), Value::Int(b)) = (&r!(lhs), &r!(rhs)) {
-                        a == b
-                    } else {
-                        r!(lhs).equal(&r!(rhs))
+                    let b = match (&r!(lhs), &r!(rhs)) {
+                        (Value::Int(a), Value::Int(b)) => a == b,
+                        // Containers compare with polls, on the general path.
+                        (a, b) if is_container(a) && is_container(b) => slow!(),
+                        (a, b) => a.equal(b),
                     };
                     set_bool!(dst, b);
                 }
                 Op::Ne { dst, lhs, rhs } => {
-                    let b = !r!(lhs).equal(&r!(rhs));
+                    let b = match (&r!(lhs), &r!(rhs)) {
+                        (a, b) if is_container(a) && is_container(b) => slow!(),
+                        (a, b) => !a.equal(b),
+                    };
                     set_bool!(dst, b);
                 }
 
@@ -522,4 +526,12 @@ impl Vm {
             }
         }
     }
+}
+
+/// Whether `v` is a list, a record or a variant: values whose equality
+/// the fast path leaves to the general one, which polls for cancellation
+/// while it compares them.
+#[inline(always)]
+fn is_container(v: &Value) -> bool {
+    matches!(v, Value::List(_) | Value::Record(_) | Value::Variant(_))
 }

@@ -13,6 +13,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::hash::{BuildHasherDefault, Hash, Hasher};
 use std::sync::Arc;
 
+use super::super::pace::{poll_at, Pacer};
 use super::super::{arg, int_arg, list_arg, record_arg, str_arg, Ctx};
 use super::{
     call1, empty_list, fail, func_arg, list_with_capacity, share_or_copy, truth, MAX_LIST_LEN,
@@ -62,12 +63,17 @@ pub fn reduce(ctx: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
 }
 
 /// `reverse xs`: the elements in reverse order.
-pub fn reverse(_: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
+pub fn reverse(ctx: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
     let xs = list_arg(args, 0)?;
     if xs.len() < 2 {
         return Ok(Value::List(xs.clone()));
     }
-    Ok(Value::list(xs.iter().rev().cloned().collect()))
+    let mut out = Vec::with_capacity(xs.len());
+    for (i, x) in xs.iter().rev().enumerate() {
+        poll_at(ctx, i)?;
+        out.push(x.clone());
+    }
+    Ok(Value::list(out))
 }
 
 /// `last xs`: the last element; an empty list fails.
@@ -86,20 +92,20 @@ fn bound(n: i64, len: usize) -> usize {
 
 /// `take n xs`: the first `n` elements; all of them when the list is
 /// shorter, none when `n` is 0 or negative.
-pub fn take(_: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
+pub fn take(ctx: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
     let n = int_arg(args, 0)?;
     let xs = list_arg(args, 1)?;
     let k = bound(n, xs.len());
-    Ok(share_or_copy(xs, xs.get(..k).unwrap_or_default()))
+    share_or_copy(ctx, xs, xs.get(..k).unwrap_or_default())
 }
 
 /// `drop n xs`: the elements after the first `n`; none when the list is
 /// shorter, all of them when `n` is 0 or negative.
-pub fn drop(_: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
+pub fn drop(ctx: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
     let n = int_arg(args, 0)?;
     let xs = list_arg(args, 1)?;
     let k = bound(n, xs.len());
-    Ok(share_or_copy(xs, xs.get(k..).unwrap_or_default()))
+    share_or_copy(ctx, xs, xs.get(k..).unwrap_or_default())
 }
 
 /// The length of the longest prefix of `xs` that `p` accepts; `p` runs on
@@ -118,7 +124,7 @@ pub fn take_while(ctx: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
     let p = func_arg(args, 0)?;
     let xs = list_arg(args, 1)?;
     let k = prefix_len(ctx, "take-while", p, xs)?;
-    Ok(share_or_copy(xs, xs.get(..k).unwrap_or_default()))
+    share_or_copy(ctx, xs, xs.get(..k).unwrap_or_default())
 }
 
 /// `drop-while p xs`: what remains after that prefix.
@@ -126,7 +132,7 @@ pub fn drop_while(ctx: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
     let p = func_arg(args, 0)?;
     let xs = list_arg(args, 1)?;
     let k = prefix_len(ctx, "drop-while", p, xs)?;
-    Ok(share_or_copy(xs, xs.get(k..).unwrap_or_default()))
+    share_or_copy(ctx, xs, xs.get(k..).unwrap_or_default())
 }
 
 /// `first p xs`: the first element `p` accepts; `p` runs on elements in
@@ -165,13 +171,20 @@ pub fn option_or(_: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
 
 /// Whether `x` is structurally equal (§4.8) to an element of `xs`.
 fn member(ctx: &mut dyn Ctx, xs: &[Value], x: &Value) -> Result<bool, Failure> {
+    let mut pacer = Pacer::new(ctx);
+    let mut found = Some(false);
     for y in xs {
-        ctx.poll()?;
-        if y.equal(x) {
-            return Ok(true);
+        let go_on = &mut || pacer.go_on();
+        found = if go_on() {
+            y.equal_while(x, go_on)
+        } else {
+            None
+        };
+        if found != Some(false) {
+            break;
         }
     }
-    Ok(false)
+    pacer.finish_some(found)
 }
 
 /// `elem x xs`: whether `x` is in `xs`, by structural equality.
@@ -189,7 +202,10 @@ pub fn contains(ctx: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
 /// Feeds `v` to `h` so that structurally equal values (§4.8) hash alike:
 /// `0.0` and `-0.0` are one number, records hash their sorted entries,
 /// functions and handles (which compare by identity) their address.
-fn hash_value(v: &Value, h: &mut DefaultHasher) {
+fn hash_value(v: &Value, h: &mut DefaultHasher, go_on: &mut dyn FnMut() -> bool) -> Option<()> {
+    if !go_on() {
+        return None;
+    }
     match v {
         Value::Unit => 0u8.hash(h),
         Value::Bool(b) => (1u8, b).hash(h),
@@ -203,25 +219,26 @@ fn hash_value(v: &Value, h: &mut DefaultHasher) {
         Value::List(xs) => {
             (6u8, xs.len()).hash(h);
             for x in xs.iter() {
-                hash_value(x, h);
+                hash_value(x, h, go_on)?;
             }
         }
         Value::Record(r) => {
             (7u8, r.len()).hash(h);
             for (k, x) in r.iter() {
                 k.as_str().hash(h);
-                hash_value(x, h);
+                hash_value(x, h, go_on)?;
             }
         }
         Value::Variant(var) => {
             (8u8, &*var.tag).hash(h);
             if let Some(p) = &var.payload {
-                hash_value(p, h);
+                hash_value(p, h, go_on)?;
             }
         }
         Value::Func(f) => (9u8, Arc::as_ptr(f) as usize).hash(h),
         Value::Handle(x) => (10u8, Arc::as_ptr(x) as usize).hash(h),
     }
+    Some(())
 }
 
 /// A hasher for keys that are already hashes: passes a `u64` through.
@@ -254,28 +271,42 @@ pub fn nub(ctx: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
     let mut last: HashMap<u64, usize, BuildHasherDefault<Prehashed>> = HashMap::default();
     let mut chain: Vec<Option<usize>> = Vec::new();
     let mut out: Vec<Value> = Vec::new();
+    let mut pacer = Pacer::new(ctx);
+    let go_on = &mut || pacer.go_on();
+    let mut walked = Some(());
     for x in xs.iter() {
-        ctx.poll()?;
         let mut h = DefaultHasher::new();
-        hash_value(x, &mut h);
+        walked = hash_value(x, &mut h, go_on);
+        if walked.is_none() {
+            break;
+        }
         let slot = last.entry(h.finish()).or_insert(usize::MAX);
         let mut at = (*slot != usize::MAX).then_some(*slot);
-        let mut dup = false;
+        let mut dup = Some(false);
         while let Some(i) = at {
-            if out.get(i).is_some_and(|y| y.equal(x)) {
-                dup = true;
+            dup = match out.get(i) {
+                Some(y) => y.equal_while(x, go_on),
+                None => Some(false),
+            };
+            if dup != Some(false) {
                 break;
             }
             at = chain.get(i).copied().flatten();
         }
-        if dup {
-            continue;
+        match dup {
+            Some(true) => continue,
+            Some(false) => {}
+            None => {
+                walked = None;
+                break;
+            }
         }
         chain.push((*slot != usize::MAX).then_some(*slot));
         *slot = out.len();
         out.push(x.clone());
     }
-    Ok(share_or_copy(xs, &out))
+    pacer.finish_some(walked)?;
+    share_or_copy(ctx, xs, &out)
 }
 
 /// The record `[left: a, right: b]`, over a shared shape.
@@ -285,16 +316,16 @@ fn pair(keys: &Keys, a: &Value, b: &Value) -> Value {
 
 /// `zip xs ys`: `[left: x_i, right: y_i]` for each position both lists
 /// have; the longer list's extra elements are dropped.
-pub fn zip(_: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
+pub fn zip(ctx: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
     let xs = list_arg(args, 0)?;
     let ys = list_arg(args, 1)?;
     let keys = Keys::new(["left", "right"]);
-    Ok(Value::list(
-        xs.iter()
-            .zip(ys.iter())
-            .map(|(x, y)| pair(&keys, x, y))
-            .collect(),
-    ))
+    let mut out = Vec::with_capacity(xs.len().min(ys.len()));
+    for (i, (x, y)) in xs.iter().zip(ys.iter()).enumerate() {
+        poll_at(ctx, i)?;
+        out.push(pair(&keys, x, y));
+    }
+    Ok(Value::list(out))
 }
 
 /// `cross xs ys`: `[left: x, right: y]` for every `x` of `xs` and `y` of
@@ -316,15 +347,22 @@ pub fn cross(ctx: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
     let mut out = list_with_capacity("cross", n)?;
     let keys = Keys::new(["left", "right"]);
     for x in xs.iter() {
-        ctx.poll()?;
-        out.extend(ys.iter().map(|y| pair(&keys, x, y)));
+        for y in ys.iter() {
+            poll_at(ctx, out.len())?;
+            out.push(pair(&keys, x, y));
+        }
     }
     Ok(Value::list(out))
 }
 
 /// Appends the elements of `list` (which must be a List) to `out`, within
 /// [`MAX_LIST_LEN`].
-fn append(name: &str, out: &mut Vec<Value>, list: &Value) -> Result<(), Failure> {
+fn append(
+    ctx: &mut dyn Ctx,
+    name: &str,
+    out: &mut Vec<Value>,
+    list: &Value,
+) -> Result<(), Failure> {
     let Value::List(items) = list else {
         return Err(fail(
             name,
@@ -344,7 +382,10 @@ fn append(name: &str, out: &mut Vec<Value>, list: &Value) -> Result<(), Failure>
             format!("the result would have {n} elements, too many"),
         )
     })?;
-    out.extend(items.iter().cloned());
+    for run in items.chunks(super::super::pace::POLL_EVERY) {
+        ctx.poll()?;
+        out.extend_from_slice(run);
+    }
     Ok(())
 }
 
@@ -355,27 +396,25 @@ pub fn flat_map(ctx: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
     let mut out = Vec::new();
     for x in list_arg(args, 1)?.iter() {
         let ys = call1(ctx, f, x)?;
-        append("flat-map", &mut out, &ys)?;
+        append(ctx, "flat-map", &mut out, &ys)?;
     }
     Ok(Value::list(out))
 }
 
 /// `enumerate xs`: `[index: i, value: x_i]` for each element, counting
 /// from 0.
-pub fn enumerate(_: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
+pub fn enumerate(ctx: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
     let xs = list_arg(args, 0)?;
     let keys = Keys::new(["index", "value"]);
-    Ok(Value::list(
-        xs.iter()
-            .zip(0i64..)
-            .map(|(x, i)| {
-                Value::record(Record::from_parts(
-                    keys.clone(),
-                    vec![Value::Int(i), x.clone()],
-                ))
-            })
-            .collect(),
-    ))
+    let mut out = Vec::with_capacity(xs.len());
+    for (x, i) in xs.iter().zip(0i64..) {
+        poll_at(ctx, out.len())?;
+        out.push(Value::record(Record::from_parts(
+            keys.clone(),
+            vec![Value::Int(i), x.clone()],
+        )));
+    }
+    Ok(Value::list(out))
 }
 
 /// `concat xss`: the inner lists' elements, in order.
@@ -389,7 +428,7 @@ pub fn concat(ctx: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
     let mut out = Vec::new();
     for xs in xss.iter() {
         ctx.poll()?;
-        append("concat", &mut out, xs)?;
+        append(ctx, "concat", &mut out, xs)?;
     }
     Ok(Value::list(out))
 }

@@ -119,11 +119,16 @@ pub(crate) fn call1(ctx: &mut dyn Ctx, f: &Value, x: &Value) -> Result<Value, Fa
     ctx.call(f, std::slice::from_ref(x))
 }
 
-/// A list value sharing `items` when it is the whole input.
-pub(crate) fn share_or_copy(whole: &Arc<Vec<Value>>, part: &[Value]) -> Value {
+/// A list value sharing `items` when it is the whole input; a part is
+/// copied with polls (`pace::copy`).
+pub(crate) fn share_or_copy(
+    ctx: &mut dyn Ctx,
+    whole: &Arc<Vec<Value>>,
+    part: &[Value],
+) -> Result<Value, Failure> {
     if part.len() == whole.len() {
-        Value::List(whole.clone())
+        Ok(Value::List(whole.clone()))
     } else {
-        Value::list(part.to_vec())
+        Ok(Value::list(super::pace::copy(ctx, part)?))
     }
 }

@@ -143,7 +143,7 @@ fn as_float(name: &str, v: &Value) -> Result<f64, Failure> {
 }
 
 /// The median of `xs` (numbers of one kind), as a Float.
-fn median_of(name: &str, mut xs: Vec<Value>) -> Result<Value, Failure> {
+fn median_of(ctx: &mut dyn Ctx, name: &str, xs: &[Value]) -> Result<Value, Failure> {
     let Some(first) = xs.first() else {
         return Err(empty_list(name));
     };
@@ -164,7 +164,8 @@ fn median_of(name: &str, mut xs: Vec<Value>) -> Result<Value, Failure> {
         return Err(fail(name, "expected numbers of one kind"));
     }
     // Every Float is finite (§4.1), so the order is total.
-    xs.sort_unstable_by(|a, b| a.compare(b).unwrap_or(Ordering::Equal));
+    let xs =
+        super::super::pace::sort_values(ctx, xs, &|a, b| a.compare(b).unwrap_or(Ordering::Equal))?;
     let mid = xs.len() / 2;
     let hi = as_float(name, xs.get(mid).unwrap_or(&Value::Unit))?;
     if xs.len() % 2 == 1 {
@@ -178,8 +179,8 @@ fn median_of(name: &str, mut xs: Vec<Value>) -> Result<Value, Failure> {
 /// `median xs`: the median of a list of Ints or of Floats, as a Float: the
 /// middle element of the sorted list, or the mean of the two middle ones
 /// when the length is even. An empty list fails.
-pub fn median(_: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
-    median_of("median", list_arg(args, 0)?.to_vec())
+pub fn median(ctx: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
+    median_of(ctx, "median", list_arg(args, 0)?)
 }
 
 /// `median-by f xs`: the median of the numbers `f` gives the elements; `f`
@@ -192,7 +193,7 @@ pub fn median_by(ctx: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
         ctx.poll()?;
         keys.push(ctx.call(f, slice::from_ref(x))?);
     }
-    median_of("median-by", keys)
+    median_of(ctx, "median-by", &keys)
 }
 
 #[cfg(test)]

@@ -96,7 +96,7 @@ pub fn line_count(ctx: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
             format!("cannot read `{path}`: {}", io_reason(&e)),
         )
     };
-    let mut file = if ctx.restricts_fs() {
+    let file = if ctx.restricts_fs() {
         // Walked, judged on the real path and read through the descriptor
         // the walk reached (crate::walk).
         let r = crate::walk::resolve(&full, true).map_err(cannot)?;
@@ -106,7 +106,21 @@ pub fn line_count(ctx: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
         ctx.check_fs(FsOp::Read, &full)?;
         File::open(&full).map_err(cannot)?
     };
-    let n = count_lines(ctx, &mut file).map_err(cannot)??;
+    // A fifo can block; its reads wait with polls of the cancel flag.
+    let cancel = ctx.vm().map_or_else(
+        || crate::exec::CancelProbe::of_flag(std::sync::Arc::default()),
+        |vm| vm.cancel_probe(),
+    );
+    let mut reader = crate::waiting::Polled {
+        fd: std::os::fd::AsRawFd::as_raw_fd(&file),
+        inner: &file,
+        cancel,
+    };
+    let counted = count_lines(ctx, &mut reader);
+    if counted.as_ref().is_err_and(crate::waiting::is_cancelled) {
+        ctx.poll()?;
+    }
+    let n = counted.map_err(cannot)??;
     Ok(Value::Int(n))
 }
 

@@ -7,6 +7,7 @@
 
 use std::io::IsTerminal;
 
+use super::super::pace::{self, poll_at};
 use super::super::{arg, int_arg, list_arg, str_arg, Ctx};
 use super::{fail, text_with_capacity};
 use crate::failure::Failure;
@@ -16,18 +17,18 @@ use crate::Stdout;
 /// `words s`: the maximal runs of non-whitespace characters of `s`, in
 /// order. Whitespace is Unicode `White_Space` (spaces, tabs, line endings,
 /// …); leading, trailing and repeated whitespace make no empty words.
-pub fn words(_: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
-    Ok(Value::list(
-        str_arg(args, 0)?
-            .split_whitespace()
-            .map(Value::str)
-            .collect(),
-    ))
+pub fn words(ctx: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
+    let mut out = Vec::new();
+    for (i, w) in str_arg(args, 0)?.split_whitespace().enumerate() {
+        poll_at(ctx, i)?;
+        out.push(Value::str(w));
+    }
+    Ok(Value::list(out))
 }
 
 /// `from-words xs`: the strings joined with single spaces (`""` for an
 /// empty list).
-pub fn from_words(_: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
+pub fn from_words(ctx: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
     let xs = list_arg(args, 0)?;
     let mut parts = Vec::with_capacity(xs.len());
     for x in xs.iter() {
@@ -45,6 +46,7 @@ pub fn from_words(_: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
         .saturating_add(parts.len());
     let mut out = text_with_capacity("from-words", n)?;
     for (i, p) in parts.into_iter().enumerate() {
+        poll_at(ctx, i)?;
         if i > 0 {
             out.push(' ');
         }
@@ -68,7 +70,7 @@ fn count(name: &str, what: &str, args: &[Value], i: usize) -> Result<usize, Fail
 /// `indent n s`: `s` with `n` spaces before every line that has any text,
 /// lines split by LF (a CRLF line keeps its CR). Empty lines stay empty, so
 /// indenting adds no trailing whitespace; line endings are kept as they are.
-pub fn indent(_: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
+pub fn indent(ctx: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
     let n = count("indent", "width", args, 0)?;
     let s = str_arg(args, 1)?;
     if n == 0 || s.is_empty() {
@@ -81,9 +83,10 @@ pub fn indent(_: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
         .and_then(|pad| pad.checked_add(s.len()))
         .unwrap_or(usize::MAX);
     let mut out = text_with_capacity("indent", size)?;
-    for line in s.split_inclusive('\n') {
+    for (i, line) in s.split_inclusive('\n').enumerate() {
+        poll_at(ctx, i)?;
         if !is_blank(line) {
-            out.extend(std::iter::repeat_n(' ', n));
+            pace::push_repeated(ctx, &mut out, ' ', n)?;
         }
         out.push_str(line);
     }
@@ -92,21 +95,27 @@ pub fn indent(_: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
 
 /// `repeat n s`: `s` written `n` times; `""` when `n` is 0. A negative
 /// count fails, and so does a result over 1 GiB.
-pub fn repeat(_: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
+pub fn repeat(ctx: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
     let n = count("repeat", "count", args, 0)?;
     let s = str_arg(args, 1)?;
     let size = n.saturating_mul(s.len());
     let mut out = text_with_capacity("repeat", size)?;
     if !s.is_empty() {
-        for _ in 0..n {
-            out.push_str(s);
+        for i in 0..n {
+            poll_at(ctx, i)?;
+            if s.len() > pace::TEXT_RUN {
+                // A long copy polls inside, every quarter megabyte.
+                pace::push_str(ctx, &mut out, s)?;
+            } else {
+                out.push_str(s);
+            }
         }
     }
     Ok(Value::str(out))
 }
 
 /// Pads `s` with spaces to `width` characters on the left or the right.
-fn pad(name: &str, args: &[Value], left: bool) -> Result<Value, Failure> {
+fn pad(ctx: &mut dyn Ctx, name: &str, args: &[Value], left: bool) -> Result<Value, Failure> {
     let width = count(name, "width", args, 0)?;
     let s = str_arg(args, 1)?;
     let len = if s.is_ascii() {
@@ -122,7 +131,7 @@ fn pad(name: &str, args: &[Value], left: bool) -> Result<Value, Failure> {
     if !left {
         out.push_str(s);
     }
-    out.extend(std::iter::repeat_n(' ', fill));
+    pace::push_repeated(ctx, &mut out, ' ', fill)?;
     if left {
         out.push_str(s);
     }
@@ -131,14 +140,14 @@ fn pad(name: &str, args: &[Value], left: bool) -> Result<Value, Failure> {
 
 /// `pad-left width s`: `s` right-aligned in `width` characters, spaces
 /// before it; unchanged when it is already that wide or wider.
-pub fn pad_left(_: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
-    pad("pad-left", args, true)
+pub fn pad_left(ctx: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
+    pad(ctx, "pad-left", args, true)
 }
 
 /// `pad-right width s`: `s` left-aligned in `width` characters, spaces
 /// after it; unchanged when it is already that wide or wider.
-pub fn pad_right(_: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
-    pad("pad-right", args, false)
+pub fn pad_right(ctx: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
+    pad(ctx, "pad-right", args, false)
 }
 
 /// The styles `styled` knows, with their SGR parameters.
