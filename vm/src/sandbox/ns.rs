@@ -783,6 +783,29 @@ pub fn hook(view: &View, floor: &Floor<'_>) -> std::io::Result<()> {
     }
 }
 
+/// Closes every descriptor from 3 up except those in `keep` (negative
+/// entries are ignored).
+fn close_except(keep: &mut [libc::c_int; 3]) {
+    keep.sort_unstable();
+    let mut from: libc::c_int = 3;
+    for &k in keep.iter() {
+        if k < from {
+            continue;
+        }
+        if k > from {
+            // SAFETY: close_range takes integers.
+            unsafe {
+                libc::syscall(libc::SYS_close_range, from as u32, (k - 1) as u32, 0u32);
+            }
+        }
+        from = k + 1;
+    }
+    // SAFETY: as above.
+    unsafe {
+        libc::syscall(libc::SYS_close_range, from as u32, u32::MAX, 0u32);
+    }
+}
+
 unsafe fn read_full(fd: libc::c_int, buf: &mut [u8]) -> usize {
     let mut got = 0;
     while got < buf.len() {
@@ -804,6 +827,11 @@ extern "C" fn init(arg: *mut libc::c_void) -> libc::c_int {
     unsafe {
         let sh = &mut *(arg as *mut Shared<'_>);
         let view = sh.view;
+        // The init never execs: it keeps only its pipes and what the
+        // program needs (its streams and the Landlock ruleset), not the
+        // copies of every descriptor of ral the fork gave it, which would
+        // otherwise stay open for the program's whole life.
+        close_except(&mut [sh.exec_w, sh.status_w, (*sh.floor).ruleset]);
         for sig in 1..65 {
             if sig != libc::SIGKILL && sig != libc::SIGSTOP {
                 libc::signal(sig, libc::SIG_DFL);
@@ -886,6 +914,17 @@ extern "C" fn init(arg: *mut libc::c_void) -> libc::c_int {
         for fd in 0..3 {
             libc::close(fd);
         }
+        if (*sh.floor).ruleset >= 0 {
+            libc::close((*sh.floor).ruleset);
+        }
+        // The init dies with its launcher, and the namespace with it.
+        libc::prctl(
+            libc::PR_SET_PDEATHSIG,
+            libc::SIGKILL as libc::c_ulong,
+            0,
+            0,
+            0,
+        );
         // The namespace's init: reap everything; when the program ends,
         // report how and end the namespace.
         loop {
