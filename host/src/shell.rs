@@ -297,6 +297,12 @@ impl Shell {
         if self.types.absent_builtins() != absent.as_slice() {
             self.types = std::mem::take(&mut self.types).with_absent_builtins(absent);
         }
+        // So are the session's aliases: a head one handles is of class arm
+        // (§17.3).
+        let aliases = self.vm.alias_names();
+        if self.types.aliases() != aliases.as_slice() {
+            self.types = std::mem::take(&mut self.types).with_aliases(aliases);
+        }
         let types = &self.types;
         let text = sources.text(id);
         let (parsed, checked, module, warnings) =

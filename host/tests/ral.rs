@@ -91,9 +91,17 @@ fn an_empty_program_exits_0() {
 
 #[test]
 fn arguments_reach_args() {
-    let out = ral(&["-c", "echo !{args}", "a", "-c", "b c"]);
+    // Three arguments, `b c` one of them (the text conversion writes it
+    // raw inside the list, §4.9).
+    let out = ral(&[
+        "-c",
+        "let a = args\necho !{length $a} $a\necho $a[2]",
+        "a",
+        "-c",
+        "b c",
+    ]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    assert_eq!(text(&out.stdout), "[a, -c, b c]\n");
+    assert_eq!(text(&out.stdout), "3 [a, -c, b c]\nb c\n");
 
     let path = script(
         "args",
@@ -326,6 +334,25 @@ fn a_blocks_2_to_1_reaches_the_programs_inside_it() {
 }
 
 #[test]
+fn user_answers_the_account_database_without_user() {
+    // §10.2 reads `USER` from the effective environment; without one the
+    // account database names the effective user (deviations.md S11), and
+    // an override still decides.
+    let name = Command::new("id").arg("-un").output().unwrap();
+    let name = text(&name.stdout);
+    let out = ral_command(&[
+        "-c",
+        "echo !{user}\nwithin [env: [USER: builder]] { echo !{user} }",
+    ])
+    .env_remove("USER")
+    .stdin(Stdio::null())
+    .output()
+    .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), format!("{}builder\n", name));
+}
+
+#[test]
 fn exit_sets_the_status() {
     let out = ral(&["-c", "exit 4"]);
     assert_eq!(out.status.code(), Some(4));
@@ -499,6 +526,25 @@ fn repl_on_a_pipe(test: &str, input: &str) -> (Output, PathBuf) {
         .write_all(input.as_bytes())
         .unwrap();
     (child.wait_with_output().unwrap(), state)
+}
+
+#[test]
+fn an_alias_from_an_earlier_entry_is_typed_as_an_alias() {
+    // §6.6, §17.3: a bare head has one class, decided by the order the run
+    // dispatches in; an alias the session holds makes it an arm, whose
+    // arguments are rendered by the text conversion, so a record is no
+    // refusal. After `unalias` the head is an external again.
+    let (out, _) = repl_on_a_pipe(
+        "repl-alias-class",
+        "alias tell { |args| echo ...$args }\n\
+         tell 2.5 [k: 1]\n\
+         unalias tell\n\
+         tell [k: 1]\n",
+    );
+    let stdout = text(&out.stdout);
+    let stderr = text(&out.stderr);
+    assert_eq!(stdout, "2.5 [k: 1]\n", "{stderr}");
+    assert!(stderr.contains("external-argument"), "{stderr}");
 }
 
 #[test]

@@ -204,6 +204,66 @@ fn plugins_hooks_keybindings_and_the_examples() {
 }
 
 #[test]
+fn a_prompt_that_reads_user_works_without_user_set() {
+    // `user` answers the account database when the environment has no
+    // `USER` (deviations.md S11), so a prompt built on it keeps working.
+    let dir = scratch("prompt-user");
+    std::fs::write(
+        dir.join("cfg/ral/rc"),
+        "return [prompt: { return \"[!{user}]> \" }]\n",
+    )
+    .unwrap();
+    let name = Command::new("id").arg("-un").output().unwrap();
+    let name = String::from_utf8(name.stdout).unwrap();
+    let mut cmd_env = start_without(&dir, "USER");
+    wait(&mut cmd_env, &format!("[{}]> ", name.trim()));
+    keys(&mut cmd_env, "echo fine\r", "fine");
+    wait(&mut cmd_env, &format!("[{}]> ", name.trim()));
+    cmd_env.send_control('d').unwrap();
+    let rest = cmd_env.exp_eof().unwrap();
+    assert!(!rest.contains("prompt failed"), "{rest}");
+}
+
+#[test]
+fn a_failing_prompt_warns_once_and_falls_back() {
+    // A prompt block that fails reports it once; the same failure at the
+    // next prompts falls back to the plain prompt quietly.
+    let dir = scratch("prompt-fails");
+    std::fs::write(
+        dir.join("cfg/ral/rc"),
+        "return [prompt: { fail [status: 1, message: 'no prompt today'] }]\n",
+    )
+    .unwrap();
+    let mut p = start(&dir, true, &[]);
+    let mut seen_text = p.exp_string(&seen(PROMPT)).unwrap();
+    for i in 0..3 {
+        keys(&mut p, &format!("echo entry-{i}\r"), &format!("entry-{i}"));
+        seen_text.push_str(&p.exp_string(&seen(PROMPT)).unwrap());
+    }
+    p.send_control('d').unwrap();
+    seen_text.push_str(&p.exp_eof().unwrap());
+    assert_eq!(
+        seen_text.matches("no prompt today").count(),
+        1,
+        "{seen_text}"
+    );
+}
+
+/// `ral` in a terminal as [`start`] makes it, with `var` removed from its
+/// environment.
+fn start_without(dir: &Path, var: &str) -> PtySession {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_ral"));
+    cmd.env("TERM", "xterm")
+        .env("NO_COLOR", "1")
+        .env("XDG_CONFIG_HOME", dir.join("cfg"))
+        .env("HOME", dir.join("home"))
+        .env_remove("RAL_INTERACTIVE_MODE")
+        .env_remove(var)
+        .current_dir(dir.join("home"));
+    spawn_command(cmd, Some(15_000)).expect("ral starts in a pty")
+}
+
+#[test]
 fn the_minimal_frontend() {
     let dir = scratch("minimal");
     let mut p = start(&dir, false, &[("RAL_INTERACTIVE_MODE", "minimal")]);

@@ -83,6 +83,10 @@ pub struct Func {
     /// Parameters in application order; patterns are destructured by the
     /// body's first statements.
     pub params: Vec<LocalId>,
+    /// The parameters as written (`x`, `_`, `[a, ...rest]`), for the text
+    /// conversion of a closure (`<|x y| block>`, §4.9, §6.6); empty for a
+    /// function the lowering made itself.
+    pub param_names: Vec<String>,
     /// What the closure copies in when it is made, in order; the body reads
     /// capture `i` as [`Operand::Captured`]`(i)`.
     pub captures: Vec<CaptureFrom>,

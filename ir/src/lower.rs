@@ -185,6 +185,7 @@ fn failing_module(source: SourceId, e: &LowerError) -> Module {
             id: FuncId(0),
             name: None,
             params: Vec::new(),
+            param_names: Vec::new(),
             captures: Vec::new(),
             n_locals: 2,
             body,
@@ -282,6 +283,8 @@ struct FnB {
     siblings: Option<Rc<HashMap<Span, u32>>>,
     stmts: Vec<Stmt>,
     span: Span,
+    /// The parameters as written, for [`Func::param_names`].
+    param_names: Vec<String>,
 }
 
 struct Lower<'a> {
@@ -390,6 +393,7 @@ impl<'a> Lower<'a> {
             siblings: None,
             stmts: Vec::new(),
             span,
+            param_names: Vec::new(),
         });
         id
     }
@@ -412,6 +416,7 @@ impl<'a> Lower<'a> {
             id: fb.id,
             name: fb.name,
             params,
+            param_names: fb.param_names,
             captures: Vec::new(),
             n_locals: fb.n_locals,
             body,
@@ -499,6 +504,7 @@ impl<'a> Lower<'a> {
     ) -> FuncId {
         let id = self.open_func(name, Some(env), b.span);
         self.cur().siblings = siblings;
+        self.cur().param_names = b.params.iter().map(pattern_text).collect();
         let tys = self.param_tys(thunk, b.params.len());
         let mut params = Vec::new();
         for (p, t) in b.params.iter().zip(tys) {
@@ -2046,6 +2052,30 @@ enum IndexKey {
 }
 
 /// The name and block of a `let name = {…}` (a named block, §5.7).
+/// A parameter pattern as written, for a closure's text form: `x`, `_`,
+/// `[a, b, ...rest]`, `[host: h]`.
+fn pattern_text(p: &Pattern) -> String {
+    match &p.kind {
+        PatternKind::Wildcard => "_".into(),
+        PatternKind::Bind(n) => n.text.clone(),
+        PatternKind::List { items, rest } => {
+            let mut parts: Vec<String> = items.iter().map(pattern_text).collect();
+            if let Some(r) = rest {
+                parts.push(format!("...{}", r.text));
+            }
+            format!("[{}]", parts.join(", "))
+        }
+        PatternKind::Record { fields } => {
+            let parts: Vec<String> = fields
+                .iter()
+                .map(|f| format!("{}: {}", f.key.text, pattern_text(&f.pattern)))
+                .collect();
+            format!("[{}]", parts.join(", "))
+        }
+        PatternKind::Error => "?".into(),
+    }
+}
+
 fn named_block(l: &ast::Let) -> Option<(&ast::Name, &ast::Block)> {
     match (&l.pattern.kind, l.value.as_block_literal()) {
         (PatternKind::Bind(n), Some(b)) => Some((n, b)),

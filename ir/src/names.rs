@@ -27,6 +27,7 @@ fn func(f: &Func, out: &mut BTreeSet<String>) {
         id: _,
         name: _,
         params: _,
+        param_names: _,
         captures,
         n_locals: _,
         body,
@@ -283,6 +284,7 @@ mod tests {
                 id: FuncId(0),
                 name: None,
                 params: Vec::new(),
+                param_names: Vec::new(),
                 captures: Vec::new(),
                 n_locals: 1,
                 body: Block {

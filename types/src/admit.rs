@@ -40,7 +40,7 @@ use std::sync::Arc;
 
 use rustc_hash::FxHashMap;
 
-use crate::ty::{Con, HeadSet, Kind, Ty, TyStore, TyView};
+use crate::ty::{Con, HeadSet, Kind, Label, Scheme, Sort, Ty, TyStore, TyView};
 
 /// One node of an [`AdmitSite`].
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -63,9 +63,20 @@ pub enum AdmitNode {
         tags: Vec<(Arc<str>, u32)>,
         open: bool,
     },
-    /// A function or block (what `use` exports): only its head is checked.
-    Func,
+    /// A function or block (what `use` exports), with the computation
+    /// node the program uses it at when the checker knew one. A value is
+    /// checked for its head; a module's export is also held to that type
+    /// ([`holds`]).
+    Func(Option<u32>),
     Handle,
+    /// `A -> C` inside a function's type: parameter and result nodes.
+    Arrow(u32, u32),
+    /// `F_ε A` inside a function's type: the grade (`Some(false)` for
+    /// `Returns`, `Some(true)` for a command, `None` when a variable) and
+    /// the value node.
+    Returns(Option<bool>, u32),
+    /// A computation variable inside a function's type.
+    CompVar,
     /// A position no use decided: any value whose head the kind admits
     /// (and data all the way down when `deep`); `agree` numbers a variable
     /// whose positions must agree (see the module docs).
@@ -131,9 +142,12 @@ impl AdmitSite {
                     None => "a record".into(),
                 },
                 AdmitNode::Variant { .. } => "a variant".into(),
-                AdmitNode::Func => "a function".into(),
+                AdmitNode::Func(_) => "a function".into(),
                 AdmitNode::Handle => "a handle".into(),
                 AdmitNode::Var { heads, deep, .. } => describe_kind(*heads, *deep),
+                AdmitNode::Arrow(..) | AdmitNode::Returns(..) | AdmitNode::CompVar => {
+                    "a computation".into()
+                }
             },
         }
     }
@@ -161,7 +175,9 @@ impl AdmitSite {
         }
         for node in &nodes {
             let ok = match node {
-                AdmitNode::List(c) | AdmitNode::Map(c) => *c < n,
+                AdmitNode::List(c) | AdmitNode::Map(c) | AdmitNode::Func(Some(c)) => *c < n,
+                AdmitNode::Returns(_, c) => *c < n,
+                AdmitNode::Arrow(p, r) => *p < n && *r < n,
                 AdmitNode::Record { fields: cs, .. } | AdmitNode::Variant { tags: cs, .. } => {
                     cs.iter().all(|(_, c)| *c < n)
                 }
@@ -171,8 +187,9 @@ impl AdmitSite {
                 | AdmitNode::Float
                 | AdmitNode::String
                 | AdmitNode::Bytes
-                | AdmitNode::Func
+                | AdmitNode::Func(None)
                 | AdmitNode::Handle
+                | AdmitNode::CompVar
                 | AdmitNode::Var { .. } => true,
             };
             if !ok {
@@ -221,8 +238,19 @@ impl fmt::Display for AdmitSite {
                     write_entries(f, '{', '}', fields, *open)?;
                 }
                 AdmitNode::Variant { tags, open } => write_entries(f, '<', '>', tags, *open)?,
-                AdmitNode::Func => f.write_str("Fn")?,
+                AdmitNode::Func(None) => f.write_str("Fn")?,
+                AdmitNode::Func(Some(c)) => write!(f, "Fn #{c}")?,
                 AdmitNode::Handle => f.write_str("Handle")?,
+                AdmitNode::Arrow(p, r) => write!(f, "#{p} -> #{r}")?,
+                AdmitNode::Returns(grade, v) => {
+                    let g = match grade {
+                        Some(false) => "Ret",
+                        Some(true) => "Cmd",
+                        None => "Ret?",
+                    };
+                    write!(f, "{g} #{v}")?;
+                }
+                AdmitNode::CompVar => f.write_str("C?")?,
                 AdmitNode::Var { heads, deep, agree } => {
                     write!(f, "_{:x}", heads.0)?;
                     if *deep {
@@ -362,6 +390,27 @@ impl Parser<'_> {
     }
 
     fn node(&mut self) -> Result<AdmitNode, String> {
+        if self.eat_str("Fn") {
+            if self.eat(b' ') {
+                return Ok(AdmitNode::Func(Some(self.reference()?)));
+            }
+            return Ok(AdmitNode::Func(None));
+        }
+        for (w, grade) in [("Ret? ", None), ("Ret ", Some(false)), ("Cmd ", Some(true))] {
+            if self.eat_str(w) {
+                return Ok(AdmitNode::Returns(grade, self.reference()?));
+            }
+        }
+        if self.eat_str("C?") {
+            return Ok(AdmitNode::CompVar);
+        }
+        if self.peek() == Some(b'#') {
+            let p = self.reference()?;
+            if !self.eat_str(" -> ") {
+                return Err(format!("expected ` -> ` at {}", self.at));
+            }
+            return Ok(AdmitNode::Arrow(p, self.reference()?));
+        }
         for (w, n) in [
             ("Unit", AdmitNode::Unit),
             ("Bool", AdmitNode::Bool),
@@ -369,7 +418,6 @@ impl Parser<'_> {
             ("Float", AdmitNode::Float),
             ("String", AdmitNode::String),
             ("Bytes", AdmitNode::Bytes),
-            ("Fn", AdmitNode::Func),
             ("Handle", AdmitNode::Handle),
         ] {
             if self.eat_str(w) {
@@ -529,6 +577,7 @@ impl Freezer<'_> {
         let i = self.push(AdmitNode::Unit, at);
         self.seen.insert(t, i);
         let node = match self.store.view(t) {
+            TyView::Var(v, _) if v.sort != Sort::Value => AdmitNode::CompVar,
             TyView::Var(v, _) => {
                 // A `number` or `comparable` variable: its positions must
                 // agree (module docs). Wider kinds take any of their heads.
@@ -564,15 +613,23 @@ impl Freezer<'_> {
                     let (tags, open) = self.row(row);
                     AdmitNode::Variant { tags, open }
                 }
-                Con::Thunk(_) => AdmitNode::Func,
+                Con::Thunk(c) => AdmitNode::Func(Some(self.node(c))),
                 Con::Handle(_) => AdmitNode::Handle,
-                Con::Returns { .. }
-                | Con::Arrow { .. }
-                | Con::RowEmpty(_)
-                | Con::Row { .. }
-                | Con::Pure
-                | Con::Write
-                | Con::Error => anything,
+                Con::Arrow { param, result } => {
+                    let p = self.node(param);
+                    AdmitNode::Arrow(p, self.node(result))
+                }
+                Con::Returns { grade, value } => {
+                    let g = match self.store.view(grade) {
+                        TyView::Con(Con::Pure) => Some(false),
+                        TyView::Con(Con::Write) => Some(true),
+                        TyView::Var(..) | TyView::Con(_) => None,
+                    };
+                    AdmitNode::Returns(g, self.node(value))
+                }
+                Con::RowEmpty(_) | Con::Row { .. } | Con::Pure | Con::Write | Con::Error => {
+                    anything
+                }
             },
         };
         if let Some(slot) = self.site.nodes.get_mut(i as usize) {
@@ -591,6 +648,162 @@ impl Freezer<'_> {
         }
         (out, open)
     }
+}
+
+/// One step from a module's record to a position inside one export: a
+/// field or map key, or a list index.
+#[derive(Clone, Copy, Debug)]
+pub enum Step<'a> {
+    Key(&'a str),
+    Index,
+}
+
+/// Why an export does not hold: the module's type at the position and the
+/// type the program uses it at, both printed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Mismatch {
+    pub module: String,
+    pub program: String,
+}
+
+/// Whether a module's export can be used at the type the program gives the
+/// function node `node` of `site` (§10.3: each exported function is held to
+/// the type the script uses it at). `export` is the export's closed scheme;
+/// `path` leads from the export to the position, inside a record or list
+/// it holds. The export is instantiated afresh and unified with the
+/// program's type, whose free variables stand for what the program left
+/// open (its boundary type is weak, so one type serves every use). A path
+/// the export's type does not have, or a node with no type, holds: what is
+/// not known is not refused.
+pub fn holds(
+    site: &AdmitSite,
+    node: u32,
+    export: &Scheme,
+    path: &[Step<'_>],
+) -> Result<(), Mismatch> {
+    let mut store = TyStore::new();
+    let mut at = store.instantiate(export);
+    for step in path {
+        let t = store.find(at);
+        at = match (step, store.view(t)) {
+            (Step::Key(k), TyView::Con(Con::Record(row))) => {
+                let (fields, _) = store.row_parts(row);
+                let label = Label::intern(k);
+                match fields.iter().find(|(l, _)| *l == label) {
+                    Some((_, f)) => *f,
+                    None => return Ok(()),
+                }
+            }
+            (Step::Key(_), TyView::Con(Con::Map(e))) | (Step::Index, TyView::Con(Con::List(e))) => {
+                e
+            }
+            (Step::Key(_) | Step::Index, TyView::Var(..) | TyView::Con(_)) => return Ok(()),
+        };
+    }
+    let mut memo = FxHashMap::default();
+    let used = thaw(site, node, Sort::Value, &mut store, &mut memo);
+    let module = crate::print::TyPrinter::new(&store).ty(at);
+    let program = crate::print::TyPrinter::new(&store).ty(used);
+    match store.unify(used, at) {
+        Ok(()) => Ok(()),
+        Err(_) => Err(Mismatch { module, program }),
+    }
+}
+
+/// The type node `i` of `site` stands for, made in `store` (its variables
+/// fresh, one per node, so a shared node is one variable). `sort` is what
+/// the position holds; a node that cannot stand there is a fresh variable.
+fn thaw(
+    site: &AdmitSite,
+    i: u32,
+    sort: Sort,
+    store: &mut TyStore,
+    memo: &mut FxHashMap<u32, Ty>,
+) -> Ty {
+    if let Some(&t) = memo.get(&i) {
+        return t;
+    }
+    let fresh = |store: &mut TyStore| match sort {
+        Sort::Value => store.fresh_value(),
+        Sort::Row(_) | Sort::Grade | Sort::Comp => store.fresh_comp(),
+    };
+    let Some(node) = site.node(i).cloned() else {
+        return fresh(store);
+    };
+    let is_comp = matches!(
+        node,
+        AdmitNode::Arrow(..) | AdmitNode::Returns(..) | AdmitNode::CompVar
+    );
+    if is_comp != (sort == Sort::Comp) {
+        return fresh(store);
+    }
+    // A placeholder first, so a cycle back to `i` finds a variable that
+    // the finished type is then unified with.
+    let hole = fresh(store);
+    memo.insert(i, hole);
+    let t = match node {
+        AdmitNode::Unit => store.unit(),
+        AdmitNode::Bool => store.bool(),
+        AdmitNode::Int => store.int(),
+        AdmitNode::Float => store.float(),
+        AdmitNode::String => store.string(),
+        AdmitNode::Bytes => store.bytes(),
+        AdmitNode::List(e) => {
+            let e = thaw(site, e, Sort::Value, store, memo);
+            store.list(e)
+        }
+        AdmitNode::Map(e) => {
+            let e = thaw(site, e, Sort::Value, store, memo);
+            store.map(e)
+        }
+        AdmitNode::Record { fields, open } | AdmitNode::Variant { tags: fields, open } => {
+            let variant = matches!(site.node(i), Some(AdmitNode::Variant { .. }));
+            let entries: Vec<(Label, Ty)> = fields
+                .iter()
+                .map(|(k, c)| (Label::intern(k), thaw(site, *c, Sort::Value, store, memo)))
+                .collect();
+            let made = match (variant, open) {
+                (false, false) => store.record(&entries),
+                (false, true) => store.open_record(&entries),
+                (true, false) => store.variant(&entries),
+                (true, true) => store.open_variant(&entries),
+            };
+            match made {
+                Some(t) => t,
+                None => store.fresh_value(),
+            }
+        }
+        AdmitNode::Func(c) => {
+            let c = match c {
+                Some(c) => thaw(site, c, Sort::Comp, store, memo),
+                None => store.fresh_comp(),
+            };
+            store.thunk(c)
+        }
+        AdmitNode::Handle => {
+            let v = store.fresh_value();
+            store.handle(v)
+        }
+        AdmitNode::Var { heads, deep, .. } => store.fresh_kinded(Kind::new(heads, deep), None),
+        AdmitNode::Arrow(p, r) => {
+            let p = thaw(site, p, Sort::Value, store, memo);
+            let r = thaw(site, r, Sort::Comp, store, memo);
+            store.arrow(p, r)
+        }
+        AdmitNode::Returns(grade, v) => {
+            let v = thaw(site, v, Sort::Value, store, memo);
+            let g = match grade {
+                Some(false) => store.mk(Con::Pure),
+                Some(true) => store.mk(Con::Write),
+                None => store.fresh_grade(),
+            };
+            store.returns_graded(g, v)
+        }
+        AdmitNode::CompVar => store.fresh_comp(),
+    };
+    // Ties a cycle: the placeholder is the finished type.
+    let _ = store.unify(hole, t);
+    t
 }
 
 #[cfg(test)]

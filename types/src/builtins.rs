@@ -236,7 +236,7 @@ const ROWS: &[Row] = &[
     ("surface", B, C, "forall a:data. a -> Returns Unit", "Sends a structured event to the host's surface sink."),
     ("clear", B, C, "Command", "Clears the terminal."),
     ("reset", B, C, "Command", "Resets the terminal."),
-    ("help", B, C, "Command", "Prints the catalogue of builtins and prelude functions."),
+    ("help", H, C, "[String] -> Command", "Prints the catalogue of builtins and prelude functions, or the entries of the names given."),
     ("explain", B, C, "String -> Command", "Prints one name's documentation, type and resolution."),
     // ---- concurrency (§11) ----
     ("spawn", B, C, "forall a e. {e a} -> Returns (Handle a)", "Starts a session-owned worker."),

@@ -61,6 +61,10 @@ pub struct TypeEnv {
     /// are absent from the base scope, so the checker resolves them like
     /// any unknown name (a bare head is an external command).
     absent: Arc<Vec<&'static str>>,
+    /// The names the session's aliases handle when the turn starts: a bare
+    /// head of one of them that no binding or builtin claims is of class
+    /// arm (§6.3, §9.5, §17.3), so its arguments are rendered as text.
+    aliases: Arc<Vec<String>>,
 }
 
 impl TypeEnv {
@@ -104,6 +108,27 @@ impl TypeEnv {
     /// The builtin names the host omits.
     pub fn absent_builtins(&self) -> &[&'static str] {
         &self.absent
+    }
+
+    /// This environment for a session whose aliases handle `names` (sorted
+    /// or not; what the run's alias frame holds when the turn starts).
+    pub fn with_aliases(mut self, mut names: Vec<String>) -> TypeEnv {
+        names.sort();
+        names.dedup();
+        self.aliases = Arc::new(names);
+        self
+    }
+
+    /// The names the session's aliases handle.
+    pub fn aliases(&self) -> &[String] {
+        &self.aliases
+    }
+
+    /// Whether a session alias handles `name`.
+    pub fn is_alias(&self, name: &str) -> bool {
+        self.aliases
+            .binary_search_by(|n| n.as_str().cmp(name))
+            .is_ok()
     }
 
     /// Binds one name (used by hosts that define names themselves).

@@ -5,9 +5,10 @@
 //! have *value* types. A block literal `{|p q| body}` is `U (A -> B -> C)`.
 //!
 //! Known gaps (typed permissively, never a panic): handler arms know the
-//! arms of the `within` forms that lexically enclose them, not those a
-//! caller's `within` or an `alias` installs at run time (the VM checks
-//! those when they are installed); options that are not a record literal,
+//! arms of the `within` forms that lexically enclose them and the aliases
+//! of the session and of the unit, not those a caller's `within` or an
+//! `alias` with a computed name installs at run time (the VM checks those
+//! when they are installed); options that are not a record literal,
 //! and `grant`'s
 //! `exec`/`fs`/`editor`/`shell`, are typed as ordinary values; the block-argument capture
 //! of §17.5(2) is applied to one arrow level only; a block that uses a later
@@ -130,6 +131,11 @@ struct Infer<'a> {
     /// The handler arms the enclosing `within` forms install, innermost
     /// last: a head they name is of class `arm` in their bodies (§17.3).
     arms: Vec<ArmScope>,
+    /// The names an alias handles here: the session's when the unit
+    /// started, plus those `alias NAME …` installs earlier in the unit,
+    /// less those `unalias NAME` removes (in source order, as the run
+    /// meets them).
+    aliases: rustc_hash::FxHashSet<String>,
     /// Boundary doors: the stage or atom, the door and the door's
     /// instantiated computation type (its arrows, then `Returns` of the
     /// result), frozen into admission sites once the unit is solved.
@@ -204,6 +210,7 @@ pub(crate) fn run(
         pending_ix: Vec::new(),
         pending_labels: Vec::new(),
         arms: Vec::new(),
+        aliases: env.aliases().iter().cloned().collect(),
         boundary_calls: Vec::new(),
         boundary_uses: HashMap::default(),
     };
@@ -1254,6 +1261,11 @@ impl<'a> Infer<'a> {
             if name == "alias" {
                 self.alias_arm(c);
             }
+            if name == "unalias" {
+                if let Some(n) = c.args.first().and_then(literal_name) {
+                    self.aliases.remove(&n);
+                }
+            }
             if is_boundary(b) && !b.scheme().quantified().is_empty() {
                 // The door's whole type: a call short of its arguments is
                 // a door value the lowering wraps like `$door`.
@@ -1264,10 +1276,12 @@ impl<'a> Infer<'a> {
         self.elab
             .heads
             .insert(s.id, HeadRes::External(name.to_owned()));
-        // A head an enclosing `within` handles is of class arm: the arm
-        // receives every argument rendered as text (§6.4, §6.6), so no
-        // argument shape is refused here.
-        let os = !self.handled(name);
+        // A head an enclosing `within` or an alias handles is of class arm,
+        // decided in the order the run dispatches in (a binding and a
+        // builtin were tried above): the arm receives every argument
+        // rendered as text (§6.4, §6.6), so no argument shape is refused
+        // here.
+        let os = !self.handled(name) && !self.aliases.contains(name);
         self.argv(c, os)
     }
 
@@ -2057,19 +2071,23 @@ impl<'a> Infer<'a> {
     /// arm stands in for `name` like a `within` arm, so a bare block, a
     /// wrong arity, or an arm returning a value where a command is expected
     /// is refused before anything runs.
+    ///
+    /// A literal name is handled by an alias from here on: a later bare
+    /// head of that name is of class arm (§17.3).
     fn alias_arm(&mut self, c: &'a Command) {
-        let (Some(Arg::Atom(n)), Some(Arg::Atom(arm))) = (c.args.first(), c.args.get(1)) else {
-            return;
-        };
-        let name = match (&n.primary, n.indexes.is_empty()) {
-            (Primary::Word(w), true) => Some(w.clone()),
-            (Primary::Str(s), true) => s.as_plain(),
-            _ => None,
-        };
-        let Some(&t) = self.elab.atom_types.get(arm.id) else {
-            return;
-        };
-        self.stands_in(name.as_deref(), t, arm.span, "this alias arm");
+        let name = c.args.first().and_then(literal_name);
+        if let (Some(Arg::Atom(arm)), Some(&t)) = (
+            c.args.get(1),
+            c.args.get(1).and_then(|a| match a {
+                Arg::Atom(a) => self.elab.atom_types.get(a.id),
+                Arg::Spread { .. } => None,
+            }),
+        ) {
+            self.stands_in(name.as_deref(), t, arm.span, "this alias arm");
+        }
+        if let Some(n) = name {
+            self.aliases.insert(n);
+        }
     }
 
     /// The type of the innermost arm an enclosing `within` installs for
@@ -2695,6 +2713,17 @@ impl<'a> Infer<'a> {
                 false
             }
         }
+    }
+}
+
+/// The name an argument spells literally (a word or a plain quoted
+/// string), as `alias` and `unalias` take it.
+fn literal_name(a: &Arg) -> Option<String> {
+    let Arg::Atom(n) = a else { return None };
+    match (&n.primary, n.indexes.is_empty()) {
+        (Primary::Word(w), true) => Some(w.clone()),
+        (Primary::Str(s), true) => s.as_plain(),
+        _ => None,
     }
 }
 

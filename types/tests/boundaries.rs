@@ -68,6 +68,23 @@ fn comparison_makes_an_agreeing_variable() {
 fn a_closed_record_and_a_use() {
     let s = sites("let d = from-json << '{}'\necho $[$d == [a: 1]]\n");
     assert_eq!(shape(&s[0]), r#"from-json {"a": #1};Int"#);
+    // A function keeps the type the program uses it at (§10.3): an
+    // `Integer` parameter, a value of a kind nothing fixed.
     let s = sites("let m = use 'm.ral'\necho !{$m[f] 1}\n");
-    assert_eq!(shape(&s[0]), r#"use {"f": #1, ..};Fn"#);
+    assert_eq!(
+        shape(&s[0]),
+        r#"use {"f": #1, ..};Fn #2;#3 -> #4;Int;Ret #5;_fff"#
+    );
+}
+
+#[test]
+fn unrelated_decodes_number_their_variables_apart() {
+    // Agreement numbers are the unit's (§7.3): two comparisons of two
+    // unrelated pairs of decodes are two variables.
+    let s = sites(
+        "let a = from-json << '[]'\nlet b = from-json << '[]'\necho $[$a[0] < $a[1]] $[$b[0] < $b[1]]\n",
+    );
+    assert_eq!(s.len(), 2);
+    assert!(shape(&s[0]).ends_with("[#1];_1c~0"), "{}", s[0]);
+    assert!(shape(&s[1]).ends_with("[#1];_1c~1"), "{}", s[1]);
 }

@@ -66,17 +66,24 @@ pub struct Refusal {
     pub missing: Option<String>,
 }
 
-/// Admits `value` against `site`; `unit` keys the agreements.
+/// A module's exports by name with their closed schemes.
+pub type Exports = [(String, ral_types::Scheme)];
+
+/// Admits `value` against `site`; `unit` keys the agreements. `exports`
+/// are the schemes of the module a `use` just loaded: a function the
+/// program reads from it is also held to the type the program uses it at.
 pub fn admit(
     site: &AdmitSite,
     value: &Value,
     unit: u32,
     agreements: &mut Agreements,
+    exports: Option<&Exports>,
 ) -> Result<(), Refusal> {
     let mut a = Admit {
         site,
         unit,
         agreements,
+        exports,
         path: Vec::new(),
         depth: 0,
     };
@@ -95,6 +102,7 @@ struct Admit<'a, 'v> {
     site: &'a AdmitSite,
     unit: u32,
     agreements: &'a mut Agreements,
+    exports: Option<&'a Exports>,
     path: Vec<Seg<'v>>,
     depth: usize,
 }
@@ -138,8 +146,9 @@ impl<'v> Admit<'_, 'v> {
             | (AdmitNode::Float, Value::Float(_))
             | (AdmitNode::String, Value::Str(_))
             | (AdmitNode::Bytes, Value::Bytes(_))
-            | (AdmitNode::Func, Value::Func(_))
+            | (AdmitNode::Func(None), Value::Func(_))
             | (AdmitNode::Handle, Value::Handle(_)) => Ok(()),
+            (AdmitNode::Func(Some(_)), Value::Func(_)) => self.export_holds(node),
             (AdmitNode::List(e), Value::List(items)) => {
                 for (i, item) in items.iter().enumerate() {
                     self.path.push(Seg::Index(i));
@@ -234,10 +243,45 @@ impl<'v> Admit<'_, 'v> {
                 | AdmitNode::Map(_)
                 | AdmitNode::Record { .. }
                 | AdmitNode::Variant { .. }
-                | AdmitNode::Func
+                | AdmitNode::Func(_)
                 | AdmitNode::Handle,
                 _,
             ) => wrong(self),
+            // Computation nodes sit under a function's node; no value
+            // reaches them.
+            (AdmitNode::Arrow(..) | AdmitNode::Returns(..) | AdmitNode::CompVar, _) => Ok(()),
+        }
+    }
+
+    /// A function read from a module's exports is held to the type the
+    /// program uses it at (§10.3): the module's scheme for the export the
+    /// path starts at, followed along the rest of the path, must unify
+    /// with the function node's type.
+    fn export_holds(&self, node: u32) -> Result<(), Refusal> {
+        let (Some(exports), Some(Seg::Key(name))) = (self.exports, self.path.first()) else {
+            return Ok(());
+        };
+        let Some((_, scheme)) = exports.iter().find(|(n, _)| n == name) else {
+            return Ok(());
+        };
+        let steps: Vec<ral_types::admit::Step<'_>> = self
+            .path
+            .iter()
+            .skip(1)
+            .map(|s| match s {
+                Seg::Key(k) => ral_types::admit::Step::Key(k),
+                Seg::Index(_) => ral_types::admit::Step::Index,
+            })
+            .collect();
+        match ral_types::admit::holds(self.site, node, scheme, &steps) {
+            Ok(()) => Ok(()),
+            Err(m) => Err(Refusal {
+                pointer: pointer(&self.path),
+                found: format!("`{}`", m.module),
+                expected: format!("uses it as `{}`", m.program),
+                use_at: self.site.use_at(node),
+                missing: None,
+            }),
         }
     }
 
@@ -390,7 +434,7 @@ mod tests {
 
     fn refusal(s: &str, v: &str) -> Option<(String, String, String)> {
         let mut ag = Agreements::default();
-        admit(&site(s), &json(v), 0, &mut ag)
+        admit(&site(s), &json(v), 0, &mut ag, None)
             .err()
             .map(|r| (r.pointer, r.found, r.expected))
     }
@@ -426,22 +470,22 @@ mod tests {
     fn comparable_positions_agree_across_decodes() {
         let s = site("_1c~0");
         let mut ag = Agreements::default();
-        assert!(admit(&s, &json("1"), 0, &mut ag).is_ok());
-        assert!(admit(&s, &json("2.5"), 0, &mut ag).is_ok());
-        assert!(admit(&s, &json("\"x\""), 0, &mut ag).is_err());
+        assert!(admit(&s, &json("1"), 0, &mut ag, None).is_ok());
+        assert!(admit(&s, &json("2.5"), 0, &mut ag, None).is_ok());
+        assert!(admit(&s, &json("\"x\""), 0, &mut ag, None).is_err());
         // Another unit's variable 0 is another variable.
-        assert!(admit(&s, &json("\"x\""), 1, &mut ag).is_ok());
+        assert!(admit(&s, &json("\"x\""), 1, &mut ag, None).is_ok());
         // A number variable agrees on the kind of number.
         let n = site("[#1];_c~0");
         let mut ag = Agreements::default();
-        assert!(admit(&n, &json("[1, 2]"), 0, &mut ag).is_ok());
-        assert!(admit(&n, &json("[3, 2.5]"), 0, &mut ag).is_err());
+        assert!(admit(&n, &json("[1, 2]"), 0, &mut ag, None).is_ok());
+        assert!(admit(&n, &json("[3, 2.5]"), 0, &mut ag, None).is_err());
     }
 
     #[test]
     fn a_deep_variable_refuses_functions() {
         let v = Value::list(vec![Value::Int(1)]);
         let mut ag = Agreements::default();
-        assert!(admit(&site("_fff+"), &v, 0, &mut ag).is_ok());
+        assert!(admit(&site("_fff+"), &v, 0, &mut ag, None).is_ok());
     }
 }

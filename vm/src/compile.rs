@@ -308,7 +308,16 @@ impl<'a, 'm> FnCx<'a, 'm> {
                 *u = u32::MAX;
             }
         }
-        let params: Vec<String> = (0..f.params.len()).map(|i| format!("p{i}")).collect();
+        // The names as written, for `<|x y| block>` (§4.9); a function the
+        // lowering made has none.
+        let params: Vec<String> = (0..f.params.len())
+            .map(|i| {
+                f.param_names
+                    .get(i)
+                    .cloned()
+                    .unwrap_or_else(|| format!("p{i}"))
+            })
+            .collect();
         let mut cx = FnCx {
             m,
             proto: Proto {

@@ -298,6 +298,10 @@ pub struct Vm {
     /// What the `number` and `comparable` positions of the run's decodes
     /// agreed on (§7.3); cleared at each top-level load.
     agreements: crate::admit::Agreements,
+    /// The closed schemes of the exports of the module `use` loaded last,
+    /// taken by the admission that follows that `use` (§10.3: each
+    /// exported function is held to the type the program uses it at).
+    pub(crate) use_exports: Option<Arc<[(String, ral_types::Scheme)]>>,
     /// The observations of the open audit trails ([`crate::audit`]).
     pub(crate) trail: Vec<crate::audit::Observation>,
     /// How many audit trails are open (scopes and a host's run trails).
@@ -374,6 +378,7 @@ impl Vm {
             def_types: Vec::new(),
             site_cache: crate::admit::SiteCache::default(),
             agreements: crate::admit::Agreements::default(),
+            use_exports: None,
             trail: Vec::new(),
             audits: 0,
             base_audits: 0,
@@ -424,6 +429,7 @@ impl Vm {
             def_types: self.def_types.clone(),
             site_cache: crate::admit::SiteCache::default(),
             agreements: self.agreements.clone(),
+            use_exports: None,
             // Work forked while a trail is open records a fragment of its
             // own, which whoever joins it merges back (§13.3).
             trail: Vec::new(),
@@ -602,7 +608,13 @@ impl Vm {
             i.checked_sub(1).and_then(|i| self.sources.get(i)).cloned()
         });
         let unit = source.as_ref().map_or(0, |(first, _)| *first);
-        let Err(r) = crate::admit::admit(&site, value, unit, &mut self.agreements) else {
+        let exports = match door {
+            "use" => self.use_exports.take(),
+            _ => None,
+        };
+        let Err(r) =
+            crate::admit::admit(&site, value, unit, &mut self.agreements, exports.as_deref())
+        else {
             return Ok(());
         };
         let line = match (r.use_at, &source) {
@@ -620,6 +632,14 @@ impl Vm {
                 r.found,
                 r.expected
             ),
+            ("use", p, _) if !p.is_empty() => {
+                let rest = p.trim_start_matches('/');
+                let (name, inner) = rest.split_once('/').unwrap_or((rest, ""));
+                format!(
+                    "use: the module's `{name}` holds at `/{inner}` {}, but this program {}{line}",
+                    r.found, r.expected
+                )
+            }
             (_, "", _) => format!(
                 "the value is {}, but this program {}{line}",
                 r.found, r.expected

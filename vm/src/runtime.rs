@@ -310,6 +310,23 @@ impl Vm {
         }
     }
 
+    /// The names the session's aliases handle, sorted (the checker types a
+    /// bare head of one of them as an arm, §17.3).
+    pub fn alias_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = self
+            .mobile
+            .context
+            .handlers
+            .iter()
+            .filter(|f| is_alias_frame(f))
+            .filter_map(|f| frame_parts(f).0)
+            .flat_map(|r| r.iter().map(|(k, _)| k.to_string()))
+            .collect();
+        names.sort();
+        names.dedup();
+        names
+    }
+
     /// Whether dispatching the bare head `name` here would reach a handler
     /// (a named arm or a catch-all of an unmasked frame, aliases included)
     /// or a base handler, rather than a program found on `PATH`: the
@@ -1528,7 +1545,18 @@ impl Vm {
         self.mobile.scope.swap_journal(journal);
         self.truncate_def_types(def_types);
         match result {
-            Ok(_) => Ok(Value::record(Record::from_entries(exports))),
+            Ok(_) => {
+                // What the admission after this `use` holds the program's
+                // uses of the exports to (§10.3).
+                let schemes: Vec<(String, ral_types::Scheme)> = module
+                    .defs
+                    .iter()
+                    .filter(|d| !d.name.starts_with('_'))
+                    .filter_map(|d| Some((d.name.clone(), d.entry.as_ref()?.scheme.clone())))
+                    .collect();
+                self.use_exports = Some(Arc::from(schemes));
+                Ok(Value::record(Record::from_entries(exports)))
+            }
             Err(mut f) => {
                 // A failure the module raised keeps its status and reads
                 // `use: message` (§10.4): no file prefix, nothing rendered.

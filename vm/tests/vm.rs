@@ -63,6 +63,7 @@ fn func(id: u32, name: &str, params: Vec<u32>, n_locals: u32, body: Block) -> Fu
         id: FuncId(id),
         name: Some(name.into()),
         params: params.into_iter().map(LocalId).collect(),
+        param_names: Vec::new(),
         captures: Vec::new(),
         n_locals,
         body,

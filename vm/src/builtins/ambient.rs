@@ -48,12 +48,28 @@ pub fn home(ctx: &mut dyn Ctx, _: &[Value]) -> Result<Value, Failure> {
 }
 
 /// `user`: the user name from the effective environment (`USER`;
-/// `USERNAME` on Windows). Unset or empty fails, naming the variable.
+/// `USERNAME` on Windows), so `within [env: [USER: …]]` changes it. When
+/// the effective environment has none (unset or empty: `env -i`, a
+/// service manager, a container), the account database's name for the
+/// effective user id; only a user the database does not know fails,
+/// naming the variable and the uid (deviations.md S11).
 pub fn user(ctx: &mut dyn Ctx, _: &[Value]) -> Result<Value, Failure> {
     let var = if cfg!(windows) { "USERNAME" } else { "USER" };
     match ctx.var(var) {
         Some(u) if !u.is_empty() => Ok(Value::str(u)),
-        _ => Err(Failure::error(format!("user: {var} is not set"))),
+        _ => account_name()
+            .map(Value::str)
+            .map_err(|why| Failure::error(format!("user: {var} is not set, and {why}"))),
+    }
+}
+
+/// The account database's name for the effective user id.
+fn account_name() -> Result<String, String> {
+    let uid = nix::unistd::Uid::effective();
+    match nix::unistd::User::from_uid(uid) {
+        Ok(Some(u)) if !u.name.is_empty() => Ok(u.name),
+        Ok(_) => Err(format!("the account database has no user {uid}")),
+        Err(e) => Err(format!("the account database cannot be read: {e}")),
     }
 }
 
@@ -137,8 +153,12 @@ mod tests {
         let mut unset = vm_with(&[("HOME", None), ("USER", Some(""))]);
         let e = home(&mut unset, &[]).unwrap_err();
         assert!(e.message.contains("HOME is not set"), "{}", e.message);
-        let e = user(&mut unset, &[]).unwrap_err();
-        assert!(e.message.contains("USER is not set"), "{}", e.message);
+        // Without `USER` the account database names the effective user
+        // (deviations.md S11).
+        let u = user(&mut unset, &[]).unwrap();
+        assert_eq!(u, Value::str(account_name().unwrap()));
+        let mut gone = vm_with(&[("USER", None)]);
+        assert_eq!(user(&mut gone, &[]).unwrap(), u);
     }
 
     #[test]

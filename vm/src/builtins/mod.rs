@@ -239,7 +239,7 @@ static REGISTRY: &[BuiltinDef] = &[
     def("unalias", 1, session::unalias),
     def("use", 1, session::use_),
     def("ask", 1, session::ask),
-    def("help", 0, session::help),
+    def("help", 1, session::help),
     def("explain", 1, session::explain),
     def("clear", 0, session::clear),
     def("reset", 0, session::reset),

@@ -172,12 +172,16 @@ pub fn ask(ctx: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
     Ok(Value::str(line))
 }
 
-/// `help`: the catalogue of what this shell installs (§14.1, §15.4):
-/// sorted `Builtins:` and `Prelude:` sections, each name with its one-line
-/// doc. Names starting with `_` are hidden, and so is a host addition this
-/// host does not install (exarch's forms in `ral`, `load-plugin` outside
-/// the interactive session).
-pub fn help(ctx: &mut dyn Ctx, _: &[Value]) -> Result<Value, Failure> {
+/// `help` and `help NAME…`, a base handler taking the argument list
+/// (deviations.md S12). Bare, the catalogue of what this shell installs
+/// (§14.1, §15.4): sorted `Builtins:` and `Prelude:` sections, each name
+/// with its one-line doc. Names starting with `_` are hidden, and so is a
+/// host addition this host does not install (exarch's forms in `ral`,
+/// `load-plugin` outside the interactive session). With names, each
+/// name's entry ([`help_entry`]); a name the catalogue does not hold is a
+/// message pointing at `explain`, which knows every other kind of name.
+/// `help` informs and never fails.
+pub fn help(ctx: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
     let table = ral_types::builtin_table();
     let installed: Vec<&ral_types::Builtin> = {
         let vm = ctx.vm();
@@ -188,6 +192,23 @@ pub fn help(ctx: &mut dyn Ctx, _: &[Value]) -> Result<Value, Failure> {
             .filter(|b| vm.is_none_or(|vm| vm.has_builtin(b.name)))
             .collect()
     };
+    let names: Vec<String> = match args.first() {
+        Some(Value::List(items)) => items.iter().map(crate::display::to_text).collect(),
+        _ => Vec::new(),
+    };
+    if !names.is_empty() {
+        let mut out = String::new();
+        for name in &names {
+            match installed.iter().find(|b| b.name == name.as_str()) {
+                Some(b) => out.push_str(&help_entry(b)),
+                None => out.push_str(&format!(
+                    "help: `{name}` is not in the catalogue; `explain {name}` says what it is\n"
+                )),
+            }
+        }
+        ctx.write(out.as_bytes())?;
+        return Ok(Value::Unit);
+    }
     let mut out = String::new();
     for (title, prelude) in [("Builtins", false), ("Prelude", true)] {
         let mut names: Vec<&&ral_types::Builtin> = installed
@@ -209,6 +230,25 @@ pub fn help(ctx: &mut dyn Ctx, _: &[Value]) -> Result<Value, Failure> {
     }
     ctx.write(out.as_bytes())?;
     Ok(Value::Unit)
+}
+
+/// One catalogue entry: the name with its scheme, then its documentation
+/// indented, and whether it is a builtin, a prelude function or a command
+/// that takes an argument list.
+pub fn help_entry(b: &ral_types::Builtin) -> String {
+    let what = match b.kind {
+        ral_types::BuiltinKind::Prelude => "a prelude function",
+        ral_types::BuiltinKind::BaseHandler => "a command taking an argument list",
+        ral_types::BuiltinKind::Builtin
+        | ral_types::BuiltinKind::Decoder
+        | ral_types::BuiltinKind::Boundary => "a builtin",
+    };
+    format!(
+        "{} : {}\n  {}\n  ({what})\n",
+        b.name,
+        ral_types::print_scheme(b.scheme(), None),
+        b.doc
+    )
 }
 
 /// `explain name`: where `name` resolves and its type (§14.1, §15.4; see

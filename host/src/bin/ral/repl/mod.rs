@@ -86,6 +86,10 @@ pub struct Session {
     pub color: Color,
     /// Whether values and the line are coloured.
     pub paint: bool,
+    /// The last failure of the prompt block that was reported: the same
+    /// failure again falls back quietly, so a broken prompt warns once
+    /// rather than before every prompt.
+    pub prompt_failure: std::sync::Mutex<Option<String>>,
 }
 
 impl Session {
@@ -140,6 +144,7 @@ pub fn run(opts: &ReplOptions, color: Color, ceiling: ral_host::Capabilities) ->
         inter,
         color,
         paint,
+        prompt_failure: std::sync::Mutex::new(None),
     });
     let mut settings = Settings::default();
     if !opts.norc {
@@ -353,15 +358,33 @@ pub fn prompt(session: &Session, settings: &Settings) -> String {
         }
         Some(block) => {
             let (settled, captured) = shell.call_value(block.clone(), Vec::new(), TurnIo::Capture);
+            let mut reported = session
+                .prompt_failure
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
             match settled {
-                Settled::Ok(Value::Unit) => {
-                    let out = captured.map(|c| c.stdout).unwrap_or_default();
-                    let text = String::from_utf8_lossy(&out).into_owned();
-                    text.strip_suffix('\n').map(str::to_owned).unwrap_or(text)
+                Settled::Ok(v) => {
+                    *reported = None;
+                    match v {
+                        Value::Unit => {
+                            let out = captured.map(|c| c.stdout).unwrap_or_default();
+                            let text = String::from_utf8_lossy(&out).into_owned();
+                            text.strip_suffix('\n').map(str::to_owned).unwrap_or(text)
+                        }
+                        v => ral_vm::display::to_text(&v),
+                    }
                 }
-                Settled::Ok(v) => ral_vm::display::to_text(&v),
                 Settled::Failed(f) => {
-                    eprintln!("ral: the prompt failed: {}", f.message);
+                    // Once per failure: the same failure at the next
+                    // prompt falls back quietly.
+                    if reported.as_deref() != Some(f.message.as_str()) {
+                        eprintln!(
+                            "ral: the prompt failed: {}; using `{}` until it works",
+                            f.message,
+                            FALLBACK_PROMPT.trim_end()
+                        );
+                        *reported = Some(f.message.clone());
+                    }
                     FALLBACK_PROMPT.to_owned()
                 }
                 Settled::Exit(_) => FALLBACK_PROMPT.to_owned(),
