@@ -343,7 +343,8 @@ fn a_detached_process_outlives_the_run() {
         wire.ral(
             true,
             "c1",
-            "let receipt = detach 'a sleeper' sh -c 'echo $$ > survivor.pid; exec sleep 30'\n\
+            "let receipt = detach 'a sleeper' sh -c 'exec sleep 30'\n\
+             echo $receipt[pid] > survivor.pid\n\
              return 'launched'",
         ),
         wire.text(true, "Left a sleeper running."),
@@ -378,9 +379,45 @@ fn a_detached_process_outlives_the_run() {
     };
     let _cleanup = KillOnDrop(pid);
     assert!(process_alive(pid), "the detached process died with the run");
+    // The receipt names the envelope (§12.6): where the OS sandbox gives
+    // the survivor namespaces of its own, the program is a descendant of
+    // it; otherwise it is the program itself.
+    let program = survivor_program(pid);
+    assert!(
+        process_alive(program),
+        "the detached program died with the run"
+    );
+    let cmdline = std::fs::read(format!("/proc/{program}/cmdline")).unwrap();
+    assert!(
+        String::from_utf8_lossy(&cmdline).starts_with("sleep"),
+        "{cmdline:?}"
+    );
     // Born from the shell's environment, which never held the key.
-    let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap();
+    let environ = std::fs::read(format!("/proc/{program}/environ")).unwrap();
     assert!(!String::from_utf8_lossy(&environ).contains(SECRET));
+}
+
+/// The program a detach receipt's pid leads to: the first process below it
+/// that is not one of the sandbox's own (which are copies of exarch).
+fn survivor_program(pid: u32) -> u32 {
+    let mut at = pid;
+    for _ in 0..4 {
+        let cmdline = std::fs::read(format!("/proc/{at}/cmdline")).unwrap_or_default();
+        if !String::from_utf8_lossy(&cmdline).contains("exarch") {
+            return at;
+        }
+        let children =
+            std::fs::read_to_string(format!("/proc/{at}/task/{at}/children")).unwrap_or_default();
+        match children
+            .split_whitespace()
+            .next()
+            .and_then(|c| c.parse().ok())
+        {
+            Some(c) => at = c,
+            None => return at,
+        }
+    }
+    at
 }
 
 #[test]

@@ -262,12 +262,26 @@ pub(crate) fn image(
     if !meta.is_file() {
         return Image::Device;
     }
-    if meta.len() > IMAGE_CAP
-        || crate::caps::check_fs(grants, crate::caps::FsOp::Read, path).is_err()
-    {
+    if meta.len() > IMAGE_CAP {
         return Image::Unkept;
     }
-    match std::fs::read(path) {
+    let read = if crate::caps::restricts_fs(grants) {
+        // Walked and judged on the real path, read through the descriptor
+        // the walk reached (crate::walk), so no link swapped in between
+        // puts a file outside the grant into the trail.
+        crate::walk::resolve(path, true).and_then(|r| {
+            if crate::caps::check_fs_real(grants, crate::caps::FsOp::Read, &r.real).is_err() {
+                return Err(std::io::Error::from(std::io::ErrorKind::PermissionDenied));
+            }
+            use std::io::Read;
+            let f = std::fs::File::from(r.open(rustix::fs::OFlags::RDONLY, 0)?);
+            let mut b = Vec::new();
+            f.take(IMAGE_CAP + 1).read_to_end(&mut b).map(|_| b)
+        })
+    } else {
+        std::fs::read(path)
+    };
+    match read {
         Ok(b) if b.len() as u64 <= IMAGE_CAP => Image::Bytes(b),
         Ok(_) | Err(_) => Image::Unkept,
     }

@@ -850,12 +850,27 @@ pub fn fs_verdict<'l>(
 
 /// Whether `layers` admit `op` on `path` (absolute).
 pub fn check_fs(layers: &[std::sync::Arc<Layer>], op: FsOp, path: &Path) -> Result<(), Failure> {
-    if layers.iter().all(|l| l.fs.is_none()) || path == Path::new("/dev/null") {
+    if !restricts_fs(layers) || path == Path::new("/dev/null") {
         return Ok(());
     }
-    let p = real(path);
+    check_fs_real(layers, op, &real(path))
+}
+
+/// Whether some layer has an `fs` map, so that ral's own file operations
+/// are judged (and walked, [`crate::walk`]).
+pub fn restricts_fs(layers: &[std::sync::Arc<Layer>]) -> bool {
+    layers.iter().any(|l| l.fs.is_some())
+}
+
+/// [`check_fs`] on a path that is already real (a walk's,
+/// [`crate::walk::Resolved::real`]): judged exactly as given, with no
+/// second resolution that a link swapped in meanwhile could redirect.
+pub fn check_fs_real(layers: &[std::sync::Arc<Layer>], op: FsOp, p: &Path) -> Result<(), Failure> {
+    if !restricts_fs(layers) || p == Path::new("/dev/null") {
+        return Ok(());
+    }
     let admitted = admitted_dirs(layers);
-    match fs_verdict(layers, &admitted, op, &p) {
+    match fs_verdict(layers, &admitted, op, p) {
         None => Ok(()),
         Some(layer) => {
             // Audit (§12.7): an open trail records this denial here.

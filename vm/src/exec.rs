@@ -2622,6 +2622,18 @@ impl Ctx for Vm {
         Vm::check_fs(self, op, path)
     }
 
+    fn check_fs_real(
+        &mut self,
+        op: crate::caps::FsOp,
+        real: &std::path::Path,
+    ) -> Result<(), Failure> {
+        Vm::check_fs_real(self, op, real)
+    }
+
+    fn restricts_fs(&self) -> bool {
+        Vm::restricts_fs(self)
+    }
+
     fn exiting(&self) -> bool {
         self.pending_exit.is_some()
     }

@@ -26,6 +26,7 @@
 //!   write it redirects; the runtime observes it when the frame ends
 //!   (committed, failed or aborted), never the frame's `Drop`.
 
+use std::ffi::OsString;
 use std::fs::File;
 use std::io::Write;
 use std::path::PathBuf;
@@ -79,6 +80,35 @@ pub enum In {
 pub struct Pending {
     pub tmp: PathBuf,
     pub target: PathBuf,
+    /// Under a grant, the directory both live in (the descriptor the
+    /// guard's walk reached, [`crate::walk`]) with the temporary's and the
+    /// target's names in it: the rename and the clean-up act on that
+    /// descriptor, so a directory swapped for a link after the redirect
+    /// opened cannot retarget them.
+    pub at: Option<(Arc<std::os::fd::OwnedFd>, OsString, OsString)>,
+}
+
+impl Pending {
+    fn rename(&self) -> std::io::Result<()> {
+        match &self.at {
+            Some((dir, tmp, target)) => {
+                rustix::fs::renameat(&**dir, tmp.as_os_str(), &**dir, target.as_os_str())
+                    .map_err(std::io::Error::from)
+            }
+            None => std::fs::rename(&self.tmp, &self.target),
+        }
+    }
+
+    fn remove(&self) {
+        match &self.at {
+            Some((dir, tmp, _)) => {
+                let _ = rustix::fs::unlinkat(&**dir, tmp.as_os_str(), rustix::fs::AtFlags::empty());
+            }
+            None => {
+                let _ = std::fs::remove_file(&self.tmp);
+            }
+        }
+    }
 }
 
 /// One level of the IO stack.
@@ -151,8 +181,8 @@ impl IoFrame {
     /// Renames every pending atomic write over its target.
     pub fn commit(&mut self) -> Result<(), Failure> {
         for p in std::mem::take(&mut self.pending) {
-            if let Err(e) = std::fs::rename(&p.tmp, &p.target) {
-                let _ = std::fs::remove_file(&p.tmp);
+            if let Err(e) = p.rename() {
+                p.remove();
                 return Err(Failure::error(format!(
                     "cannot replace {}: {e}",
                     p.target.display()
@@ -168,7 +198,7 @@ impl Drop for IoFrame {
         // Not committed: the run failed inside the redirect; the old file
         // stays as it was.
         for p in self.pending.drain(..) {
-            let _ = std::fs::remove_file(&p.tmp);
+            p.remove();
         }
     }
 }

@@ -44,6 +44,7 @@ pub mod sandbox;
 pub mod session;
 pub mod value;
 pub mod waiting;
+pub mod walk;
 
 pub use builtins::{registry, BuiltinDef, BuiltinFn, Ctx};
 pub use exec::{raise_cancel, CancelProbe, Escape, HostFn, RunError, Stdin, Stdout, Vm};

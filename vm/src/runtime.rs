@@ -539,6 +539,9 @@ impl Vm {
             }
             if let (Some(named), _) = frame_parts(frame) {
                 if let Some(h) = named.get(name) {
+                    if is_alias_frame(frame) {
+                        return self.run_alias(i, name, h.clone(), vec![text_list()]);
+                    }
                     return self.run_handler(i, h.clone(), vec![text_list()]);
                 }
             }
@@ -570,6 +573,33 @@ impl Vm {
         self.run_external_named(name, args)
             .map(|()| Value::Unit)
             .map_err(Escape::from)
+    }
+
+    /// Runs alias `name` (frame `i`) under the grant stack it was installed
+    /// under, pushed on top of the caller's (nested grants intersect, so it
+    /// can only narrow), and pops those layers again however it ends.
+    fn run_alias(
+        &mut self,
+        i: usize,
+        name: &str,
+        h: Value,
+        args: Vec<Value>,
+    ) -> Result<Value, Escape> {
+        let kept = self
+            .mobile
+            .context
+            .alias_grants
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, layers)| layers.clone());
+        let Some(layers) = kept else {
+            return self.run_handler(i, h, args);
+        };
+        let depth = self.grants.len();
+        self.grants.extend(layers);
+        let r = self.run_handler(i, h, args);
+        self.grants.truncate(depth);
+        r
     }
 
     /// Runs a handler of frame `i` with that frame masked; its value.
@@ -822,10 +852,21 @@ impl Vm {
             }
             RedirCode::Read => {
                 let path = self.expand_path(&crate::display::to_text(src))?;
-                self.check_fs(crate::caps::FsOp::Read, &path)?;
                 let start = now_us();
-                let f = File::open(&path)
-                    .map_err(|e| Failure::error(format!("cannot read {}: {e}", path.display())))?;
+                let cannot = |e: std::io::Error| {
+                    Failure::error(format!("cannot read {}: {e}", path.display()))
+                };
+                let f = if self.restricts_fs() {
+                    // Walked, judged on the real path, opened on the
+                    // descriptor the walk reached (crate::walk).
+                    self.guarded(&path, crate::caps::FsOp::Read, true, |r| {
+                        r.open(rustix::fs::OFlags::RDONLY, 0).map(File::from)
+                    })?
+                    .map_err(cannot)?
+                } else {
+                    self.check_fs(crate::caps::FsOp::Read, &path)?;
+                    File::open(&path).map_err(cannot)?
+                };
                 self.top_io()?.input = In::File(Arc::new(f));
                 self.observe_here(
                     start,
@@ -860,20 +901,41 @@ impl Vm {
                     _ => WriteMode::Write,
                 };
                 let start = now_us();
-                if let Err(f) = self.check_fs(crate::caps::FsOp::Write, &path) {
-                    self.observe_write_failed(start, &path, mode);
-                    return Err(f);
-                }
+                let observing = self.observing();
+                let grants = self.grants.clone();
                 // The before-image of a streaming write is read before the
                 // open truncates or extends it; `>` leaves the target alone
                 // until it commits, and its open reports what it found.
-                let early = match (self.observing(), kind) {
+                let early_image = |target: &Path| match (observing, kind) {
                     (true, RedirCode::Append | RedirCode::Stream) => {
-                        Some(crate::audit::image(&path, None, &self.grants))
+                        Some(crate::audit::image(target, None, &grants))
                     }
                     _ => None,
                 };
-                let (file, pending, found) = match open_output(&path, kind) {
+                let opened = if self.restricts_fs() {
+                    // Walked, judged on the real path the walk took, and
+                    // opened on the directory descriptor it reached with
+                    // O_NOFOLLOW: neither a dangling link nor a directory
+                    // swapped for a link meanwhile can lead the open
+                    // outside what was judged (crate::walk).
+                    match self.guarded(&path, crate::caps::FsOp::Write, true, |r| {
+                        let early = early_image(&r.real);
+                        open_output_at(r, kind).map(|o| (o, early))
+                    }) {
+                        Ok(Ok(opened)) => Ok(opened),
+                        Ok(Err(e)) => Err(cannot_write(&path, &e)),
+                        Err(f) => Err(f),
+                    }
+                } else {
+                    match self.check_fs(crate::caps::FsOp::Write, &path) {
+                        Err(f) => Err(f),
+                        Ok(()) => {
+                            let early = early_image(&path);
+                            open_output(&path, kind).map(|o| (o, early))
+                        }
+                    }
+                };
+                let ((file, pending, found), early) = match opened {
                     Ok(opened) => opened,
                     Err(f) => {
                         self.observe_write_failed(start, &path, mode);
@@ -924,6 +986,34 @@ impl Vm {
 
     /// Records a write whose target never opened (§13.3: `failed`, with
     /// no images).
+    /// Walks `path`, judges `op` on the real path the walk took, and runs
+    /// `act` on what it reached, walking again when the last component
+    /// became a link meanwhile ([`crate::walk`]). The outer error is the
+    /// grant's (recorded under an open trail), the inner the system's.
+    pub(crate) fn guarded<T>(
+        &mut self,
+        path: &Path,
+        op: crate::caps::FsOp,
+        follow: bool,
+        mut act: impl FnMut(&crate::walk::Resolved) -> std::io::Result<T>,
+    ) -> Result<std::io::Result<T>, Failure> {
+        let mut last = None;
+        for _ in 0..8 {
+            let r = match crate::walk::resolve(path, follow) {
+                Ok(r) => r,
+                Err(e) => return Ok(Err(e)),
+            };
+            self.check_fs_real(op, &r.real)?;
+            match act(&r) {
+                Err(e) if crate::walk::raced(&e) => last = Some(e),
+                other => return Ok(other),
+            }
+        }
+        Ok(Err(last.unwrap_or_else(|| {
+            std::io::Error::from_raw_os_error(libc::ELOOP)
+        })))
+    }
+
     fn observe_write_failed(&mut self, start: i64, path: &Path, mode: WriteMode) {
         self.observe_here(
             start,
@@ -1463,10 +1553,22 @@ impl Vm {
                 "use: modules nested more than {MAX_DEPTH} deep"
             )));
         }
-        self.check_fs(crate::caps::FsOp::Read, &file)
-            .map_err(|f| Failure::new(f.status, format!("use: {}", f.message), f.reason))?;
-        let text = std::fs::read_to_string(&file)
-            .map_err(|e| Failure::error(format!("use: cannot read {}: {e}", file.display())))?;
+        let denied = |f: Failure| Failure::new(f.status, format!("use: {}", f.message), f.reason);
+        let cannot =
+            |e: std::io::Error| Failure::error(format!("use: cannot read {}: {e}", file.display()));
+        let text = if self.restricts_fs() {
+            self.guarded(&file, crate::caps::FsOp::Read, true, |r| {
+                let mut f = File::from(r.open(rustix::fs::OFlags::RDONLY, 0)?);
+                let mut text = String::new();
+                f.read_to_string(&mut text).map(|_| text)
+            })
+            .map_err(denied)?
+            .map_err(cannot)?
+        } else {
+            self.check_fs(crate::caps::FsOp::Read, &file)
+                .map_err(denied)?;
+            std::fs::read_to_string(&file).map_err(cannot)?
+        };
         let env = self.session_types();
         let (module, text) = compile_module_text(&file, &text, &env)?;
         self.use_chain.push(real);
@@ -1630,6 +1732,26 @@ impl Vm {
     /// grants; under an open trail a denial is recorded (§12.7).
     pub fn check_fs(&mut self, op: crate::caps::FsOp, path: &Path) -> Result<(), Failure> {
         let verdict = crate::caps::check_fs(&self.grants, op, path);
+        self.record_fs_verdict(op, path, verdict)
+    }
+
+    /// [`Vm::check_fs`] on a walked, real path ([`crate::walk`]).
+    pub fn check_fs_real(&mut self, op: crate::caps::FsOp, real: &Path) -> Result<(), Failure> {
+        let verdict = crate::caps::check_fs_real(&self.grants, op, real);
+        self.record_fs_verdict(op, real, verdict)
+    }
+
+    /// Whether ral's own file operations are judged (some layer has `fs`).
+    pub fn restricts_fs(&self) -> bool {
+        crate::caps::restricts_fs(&self.grants)
+    }
+
+    fn record_fs_verdict(
+        &mut self,
+        op: crate::caps::FsOp,
+        path: &Path,
+        verdict: Result<(), Failure>,
+    ) -> Result<(), Failure> {
         if let (Err(f), true) = (&verdict, self.observing()) {
             let op = match op {
                 crate::caps::FsOp::Read => "read",
@@ -1842,6 +1964,67 @@ pub(crate) fn normalize(p: &Path) -> PathBuf {
 
 static TMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 
+fn cannot_write(path: &Path, e: &std::io::Error) -> Failure {
+    Failure::error(format!("cannot write {}: {e}", path.display()))
+}
+
+/// [`open_output`] on a walked target ([`crate::walk`]): every open is
+/// relative to the descriptor of the target's directory and refuses to
+/// follow a last component that became a link; `>`'s temporary file is
+/// created beside the target with `O_EXCL` and renamed over it through
+/// the same descriptor.
+fn open_output_at(r: &crate::walk::Resolved, kind: RedirCode) -> std::io::Result<Opened> {
+    use rustix::fs::OFlags;
+    match kind {
+        RedirCode::Append => {
+            let f = r.open(OFlags::WRONLY | OFlags::APPEND | OFlags::CREATE, 0o666)?;
+            Ok((File::from(f), None, None))
+        }
+        RedirCode::Stream => {
+            let f = r.open(OFlags::WRONLY | OFlags::TRUNC | OFlags::CREATE, 0o666)?;
+            Ok((File::from(f), None, None))
+        }
+        _ => {
+            let found = r.metadata();
+            let meta = found.as_ref().ok().cloned();
+            if meta.as_ref().is_some_and(|m| !m.is_file()) {
+                // Not a regular file (a device, a fifo): write in place.
+                let f = r.open(OFlags::WRONLY, 0)?;
+                return Ok((File::from(f), None, Some(found)));
+            }
+            let Some(dir) = r.dir.clone() else {
+                return Err(std::io::Error::from(std::io::ErrorKind::NotFound));
+            };
+            let base = r.name.to_string_lossy().into_owned();
+            let n = TMP_COUNTER.fetch_add(1, Ordering::Relaxed);
+            let tmp_name = format!(".{base}.ral-{}-{n}", std::process::id());
+            let fd = rustix::fs::openat(
+                &*dir,
+                tmp_name.as_str(),
+                OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+                rustix::fs::Mode::from_raw_mode(0o666),
+            )?;
+            if let Some(m) = &meta {
+                use std::os::unix::fs::PermissionsExt;
+                let _ = rustix::fs::fchmod(
+                    &fd,
+                    rustix::fs::Mode::from_raw_mode(m.permissions().mode() & 0o7777),
+                );
+            }
+            let parent = r.real.parent().unwrap_or(Path::new("/"));
+            Ok((
+                File::from(fd),
+                Some(Pending {
+                    tmp: parent.join(&tmp_name),
+                    target: r.real.clone(),
+                    at: Some((dir, tmp_name.into(), r.name.clone())),
+                }),
+                Some(found),
+            ))
+        }
+    }
+}
+
 /// A redirect target opened: the file to write, the atomic write to
 /// commit, and for `>` what the target was before (its metadata as the
 /// open found it, which an audit trail's before-image reuses).
@@ -1899,7 +2082,15 @@ fn open_output(path: &Path, kind: RedirCode) -> Result<Opened, Failure> {
             if let Some(m) = meta {
                 let _ = std::fs::set_permissions(&tmp, m.permissions());
             }
-            Ok((f, Some(Pending { tmp, target }), Some(found)))
+            Ok((
+                f,
+                Some(Pending {
+                    tmp,
+                    target,
+                    at: None,
+                }),
+                Some(found),
+            ))
         }
     }
 }

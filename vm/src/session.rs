@@ -388,6 +388,11 @@ pub struct Context {
     pub handlers: Vec<Value>,
     /// The capability grant stack. Runtime issue.
     pub capabilities: Vec<Value>,
+    /// The grant stack each alias was installed under, by name (§12,
+    /// spec/capabilities.md "Code installed under a grant"): an alias runs
+    /// under those layers on top of its caller's, so code installed inside
+    /// a grant never runs with more authority than that grant gave it.
+    pub alias_grants: Vec<(String, Vec<std::sync::Arc<crate::caps::Layer>>)>,
     /// The last status.
     pub last_status: i32,
     /// Set by the host (wall, Ctrl-C) to cancel the running turn; the VM

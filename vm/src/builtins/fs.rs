@@ -57,8 +57,25 @@
 //! malformed pattern (an unclosed `[`, a reversed range, a POSIX class
 //! such as `[:alpha:]`, which is not supported) fails.
 //!
-//! The filesystem grant (§12.3) is not consulted yet: the capability stack
-//! is a placeholder in this VM.
+//! # Grants
+//!
+//! Every query here reads the filesystem, and reading is what the `fs`
+//! grant's `read` list admits (§12.3): under a grant that restricts `fs`,
+//! `exists`, `is-file`, `is-dir`, `is-link`, `file-info`, `file-empty`,
+//! `is-readable`, `is-writable`, `resolve-path` and `list-dir` refuse a
+//! path the grant does not let ral read (`denied by grant: read …`),
+//! whether or not anything is there, since even "nothing is here" is an
+//! answer about a place the grant closed. `list-dir` and `glob` leave out
+//! the entries the grant does not let ral read (a `deny` carve-out inside
+//! a readable directory), and a directory `glob` may not read contributes
+//! nothing, as one it cannot read does. `temp-dir` and `temp-file` need
+//! `write` on the temporary directory.
+//!
+//! Under such a grant the path is not handed to the kernel to resolve: it
+//! is walked ([`crate::walk`]), judged on the real path the walk took, and
+//! the query reads what the walk reached, so a link swapped in between
+//! cannot answer for a place outside. Without an `fs` grant the paths are
+//! used as they are.
 
 use std::borrow::Cow;
 use std::io;
@@ -221,17 +238,125 @@ fn path_arg(ctx: &dyn Ctx, name: &str, args: &[Value]) -> Result<(String, PathBu
     Ok((text.to_owned(), full))
 }
 
-/// [`path_arg`] for a builtin that reads the filesystem there: the active
-/// grants must allow reading it (§12.3).
-fn read_path_arg(
+/// What a query reads: the path as it is (no `fs` grant), or the walk's
+/// result under one (see the module docs).
+enum At {
+    Plain { path: PathBuf, follow: bool },
+    Walked(crate::walk::Resolved),
+}
+
+impl At {
+    /// The metadata of what is there (through a last link when the query
+    /// follows one).
+    fn metadata(&self) -> io::Result<std::fs::Metadata> {
+        match self {
+            At::Plain { path, follow: true } => std::fs::metadata(path),
+            At::Plain {
+                path,
+                follow: false,
+            } => std::fs::symlink_metadata(path),
+            At::Walked(r) => r.metadata(),
+        }
+    }
+
+    fn link_text(&self) -> io::Result<PathBuf> {
+        match self {
+            At::Plain { path, .. } => std::fs::read_link(path),
+            At::Walked(r) => r.link_text(),
+        }
+    }
+}
+
+/// Argument 0 of builtin `name`, ready for a query that reads the
+/// filesystem there: under an `fs` grant walked (through a last link when
+/// `follow`) and judged for reading on the real path it reached (§12.3).
+fn query_arg(
     ctx: &mut dyn Ctx,
     name: &str,
     args: &[Value],
-) -> Result<(String, PathBuf), Failure> {
+    follow: bool,
+) -> Result<(String, PathBuf, At), Failure> {
     let (text, full) = path_arg(ctx, name, args)?;
-    ctx.check_fs(crate::caps::FsOp::Read, &full)
+    let at = query_at(ctx, name, &text, &full, follow)?;
+    Ok((text, full, at))
+}
+
+fn query_at(
+    ctx: &mut dyn Ctx,
+    name: &str,
+    text: &str,
+    full: &Path,
+    follow: bool,
+) -> Result<At, Failure> {
+    if !ctx.restricts_fs() {
+        return Ok(At::Plain {
+            path: full.to_path_buf(),
+            follow,
+        });
+    }
+    let r = crate::walk::resolve(full, follow)
+        .map_err(|e| fail(name, format!("`{text}`: {}", reason(&e))))?;
+    ctx.check_fs_real(crate::caps::FsOp::Read, &r.real)
         .map_err(|f| fail(name, f.message.clone()))?;
-    Ok((text, full))
+    Ok(At::Walked(r))
+}
+
+/// The entries of the directory at `at` that the grants let ral read, with
+/// their metadata (not followed) and, for a link, its text. An entry that
+/// vanishes while it is read is left out.
+#[allow(clippy::type_complexity)]
+fn dir_entries(
+    ctx: &mut dyn Ctx,
+    at: &At,
+) -> io::Result<
+    Vec<(
+        std::ffi::OsString,
+        io::Result<(std::fs::Metadata, Option<PathBuf>)>,
+    )>,
+> {
+    let mut out = Vec::new();
+    match at {
+        At::Plain { path, .. } => {
+            for entry in std::fs::read_dir(path)? {
+                let entry = entry?;
+                let full = path.join(entry.file_name());
+                let info = std::fs::symlink_metadata(&full).and_then(|m| {
+                    let t = if m.file_type().is_symlink() {
+                        Some(std::fs::read_link(&full)?)
+                    } else {
+                        None
+                    };
+                    Ok((m, t))
+                });
+                out.push((entry.file_name(), info));
+            }
+        }
+        At::Walked(r) => {
+            let fd = r.open(
+                rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::DIRECTORY,
+                0,
+            )?;
+            for name in crate::walk::read_dir(r)? {
+                let real = r.real.join(&name);
+                if ctx.check_fs_real(crate::caps::FsOp::Read, &real).is_err() {
+                    continue;
+                }
+                let info = crate::walk::entry_handle(&fd, &name).and_then(|h| {
+                    let m = h.metadata()?;
+                    let t = if m.file_type().is_symlink() {
+                        let t = rustix::fs::readlinkat(&h, "", Vec::new())?;
+                        use std::os::unix::ffi::OsStrExt;
+                        Some(PathBuf::from(std::ffi::OsStr::from_bytes(t.as_bytes())))
+                    } else {
+                        None
+                    };
+                    Ok((m, t))
+                });
+                out.push((name, info));
+            }
+        }
+    }
+    Ok(out)
 }
 
 // ---- paths ----
@@ -250,9 +375,13 @@ pub fn absolute_path(ctx: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure
 /// `resolve-path p`: the canonical path of an existing `p`, every link
 /// followed; a missing path fails.
 pub fn resolve_path(ctx: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
-    let (text, full) = read_path_arg(ctx, "resolve-path", args)?;
-    let canon = std::fs::canonicalize(&full)
-        .map_err(|e| fail("resolve-path", format!("`{text}`: {}", reason(&e))))?;
+    let (text, full, at) = query_arg(ctx, "resolve-path", args, true)?;
+    let canon = match at {
+        At::Walked(r) if r.exists() => Ok(r.real),
+        At::Walked(_) => Err(io::Error::from(io::ErrorKind::NotFound)),
+        At::Plain { .. } => std::fs::canonicalize(&full),
+    }
+    .map_err(|e| fail("resolve-path", format!("`{text}`: {}", reason(&e))))?;
     Ok(Value::str(path_text("resolve-path", &canon)?))
 }
 
@@ -326,15 +455,20 @@ fn type_name(ft: std::fs::FileType) -> &'static str {
     "other"
 }
 
-/// A `FileInfo` record for the entry at `full` (judged at a link itself).
-fn info_record(full: &Path, name: String, path: String) -> io::Result<Value> {
-    let meta = std::fs::symlink_metadata(full)?;
+/// A `FileInfo` record for an entry with metadata `meta` (of a link
+/// itself) and, for a link, its text.
+fn info_record(
+    meta: &std::fs::Metadata,
+    link: Option<&Path>,
+    name: String,
+    path: String,
+) -> io::Result<Value> {
     let ft = meta.file_type();
-    let target = if ft.is_symlink() {
-        let t = std::fs::read_link(full)?;
-        Value::variant("just", Some(Value::str(t.to_string_lossy().into_owned())))
-    } else {
-        Value::variant("none", None)
+    let target = match link {
+        Some(t) if ft.is_symlink() => {
+            Value::variant("just", Some(Value::str(t.to_string_lossy().into_owned())))
+        }
+        _ => Value::variant("none", None),
     };
     Ok(Value::record(Record::from_entries(vec![
         ("name".into(), Value::str(name)),
@@ -358,14 +492,21 @@ fn info_record(full: &Path, name: String, path: String) -> io::Result<Value> {
 /// `file-info p`: `p`'s metadata as a `FileInfo` record, judged at a link
 /// itself, so a dangling link is reported as a `symlink` with its target.
 pub fn file_info(ctx: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
-    let (text, full) = read_path_arg(ctx, "file-info", args)?;
+    let (text, full, at) = query_arg(ctx, "file-info", args, false)?;
     let folded = crate::runtime::normalize(&full);
     let path = path_text("file-info", &folded)?;
     let name = match folded.file_name() {
         Some(n) => n.to_string_lossy().into_owned(),
         None => path.clone(),
     };
-    info_record(&full, name, path)
+    at.metadata()
+        .and_then(|meta| {
+            let link = match meta.file_type().is_symlink() {
+                true => Some(at.link_text()?),
+                false => None,
+            };
+            info_record(&meta, link.as_deref(), name, path)
+        })
         .map_err(|e| fail("file-info", format!("`{text}`: {}", reason(&e))))
 }
 
@@ -373,14 +514,13 @@ pub fn file_info(ctx: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
 /// or `..`), sorted by name. An entry that vanishes while it is listed is
 /// left out; a name that is not UTF-8 fails, since no `String` can name it.
 pub fn list_dir(ctx: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
-    let (text, full) = read_path_arg(ctx, "list-dir", args)?;
+    let (text, full, at) = query_arg(ctx, "list-dir", args, true)?;
     let cannot = |e: io::Error| fail("list-dir", format!("`{text}`: {}", reason(&e)));
     let dir = path_text("list-dir", &crate::runtime::normalize(&full))?;
-    let mut names = Vec::new();
-    for entry in std::fs::read_dir(&full).map_err(cannot)? {
+    let mut entries = Vec::new();
+    for (name, info) in dir_entries(ctx, &at).map_err(cannot)? {
         ctx.poll()?;
-        let entry = entry.map_err(cannot)?;
-        let name = entry.file_name().into_string().map_err(|n| {
+        let name = name.into_string().map_err(|n| {
             fail(
                 "list-dir",
                 format!(
@@ -389,13 +529,13 @@ pub fn list_dir(ctx: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
                 ),
             )
         })?;
-        names.push(name);
+        entries.push((name, info));
     }
-    names.sort_unstable();
-    let mut out = Vec::with_capacity(names.len());
-    for name in names {
+    entries.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    let mut out = Vec::with_capacity(entries.len());
+    for (name, info) in entries {
         let path = join_text(&dir, &name);
-        match info_record(&full.join(&name), name, path) {
+        match info.and_then(|(m, t)| info_record(&m, t.as_deref(), name, path)) {
             Ok(v) => out.push(v),
             Err(e) if e.kind() == io::ErrorKind::NotFound => {}
             Err(e) => return Err(cannot(e)),
@@ -410,19 +550,14 @@ pub fn list_dir(ctx: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
 /// there to judge, a failure for any other error (a permission problem on
 /// the way, say, which leaves the answer unknown).
 fn judge(
-    ctx: &dyn Ctx,
+    ctx: &mut dyn Ctx,
     name: &str,
     args: &[Value],
     follow: bool,
     test: fn(&std::fs::Metadata) -> bool,
 ) -> Result<Value, Failure> {
-    let (text, full) = path_arg(ctx, name, args)?;
-    let meta = if follow {
-        std::fs::metadata(&full)
-    } else {
-        std::fs::symlink_metadata(&full)
-    };
-    match meta {
+    let (text, _, at) = query_arg(ctx, name, args, follow)?;
+    match at.metadata() {
         Ok(m) => Ok(Value::Bool(test(&m))),
         Err(e) if is_absent(&e) => Ok(Value::Bool(false)),
         Err(e) => Err(fail(name, format!("`{text}`: {}", reason(&e)))),
@@ -457,10 +592,24 @@ fn may_access(
     name: &str,
     text: &str,
     full: &Path,
+    at: &At,
     mode: rustix::fs::Access,
 ) -> Result<bool, Failure> {
     use rustix::io::Errno;
-    match rustix::fs::access(full, mode) {
+    let asked = match at {
+        At::Plain { .. } => rustix::fs::access(full, mode),
+        At::Walked(r) => match (&r.dir, r.exists()) {
+            (_, false) => Err(Errno::NOENT),
+            (Some(d), true) => rustix::fs::accessat(
+                &**d,
+                r.name.as_os_str(),
+                mode,
+                rustix::fs::AtFlags::SYMLINK_NOFOLLOW,
+            ),
+            (None, true) => rustix::fs::access("/", mode),
+        },
+    };
+    match asked {
         Ok(()) => Ok(true),
         Err(e)
             if e == Errno::ACCESS
@@ -483,14 +632,21 @@ fn may_access(
 /// `is-readable p`: whether `p` exists and this process may read it,
 /// through links.
 pub fn is_readable(ctx: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
-    let (text, full) = read_path_arg(ctx, "is-readable", args)?;
+    let (text, full, at) = query_arg(ctx, "is-readable", args, true)?;
     #[cfg(unix)]
     {
-        may_access("is-readable", &text, &full, rustix::fs::Access::READ_OK).map(Value::Bool)
+        may_access(
+            "is-readable",
+            &text,
+            &full,
+            &at,
+            rustix::fs::Access::READ_OK,
+        )
+        .map(Value::Bool)
     }
     #[cfg(not(unix))]
     {
-        let _ = text;
+        let _ = (text, at);
         Ok(Value::Bool(std::fs::metadata(&full).is_ok()))
     }
 }
@@ -498,14 +654,21 @@ pub fn is_readable(ctx: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> 
 /// `is-writable p`: whether `p` exists and this process may write it,
 /// through links.
 pub fn is_writable(ctx: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
-    let (text, full) = read_path_arg(ctx, "is-writable", args)?;
+    let (text, full, at) = query_arg(ctx, "is-writable", args, true)?;
     #[cfg(unix)]
     {
-        may_access("is-writable", &text, &full, rustix::fs::Access::WRITE_OK).map(Value::Bool)
+        may_access(
+            "is-writable",
+            &text,
+            &full,
+            &at,
+            rustix::fs::Access::WRITE_OK,
+        )
+        .map(Value::Bool)
     }
     #[cfg(not(unix))]
     {
-        let _ = text;
+        let _ = (text, at);
         Ok(Value::Bool(
             std::fs::metadata(&full).is_ok_and(|m| !m.permissions().readonly()),
         ))
@@ -516,8 +679,9 @@ pub fn is_writable(ctx: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> 
 /// bytes. A missing path, a directory or another kind of file fails:
 /// emptiness is a question about a file's contents.
 pub fn file_empty(ctx: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
-    let (text, full) = read_path_arg(ctx, "file-empty", args)?;
-    let meta = std::fs::metadata(&full)
+    let (text, _, at) = query_arg(ctx, "file-empty", args, true)?;
+    let meta = at
+        .metadata()
         .map_err(|e| fail("file-empty", format!("`{text}`: {}", reason(&e))))?;
     if meta.is_dir() {
         return Err(fail("file-empty", format!("`{text}` is a directory")));
@@ -564,6 +728,10 @@ fn temp_builder(mode: u32) -> tempfile::Builder<'static, 'static> {
 /// removes it later.
 pub fn temp_dir(ctx: &mut dyn Ctx, _: &[Value]) -> Result<Value, Failure> {
     let base = temp_base(ctx);
+    if ctx.restricts_fs() {
+        let made = temp_walked(ctx, "temp-dir", &base, true)?;
+        return Ok(Value::str(path_text("temp-dir", &made)?));
+    }
     ctx.check_fs(crate::caps::FsOp::Write, &base)
         .map_err(|f| fail("temp-dir", f.message.clone()))?;
     let dir = temp_builder(0o700).tempdir_in(&base).map_err(|e| {
@@ -584,6 +752,10 @@ pub fn temp_dir(ctx: &mut dyn Ctx, _: &[Value]) -> Result<Value, Failure> {
 /// Nothing removes it later.
 pub fn temp_file(ctx: &mut dyn Ctx, _: &[Value]) -> Result<Value, Failure> {
     let base = temp_base(ctx);
+    if ctx.restricts_fs() {
+        let made = temp_walked(ctx, "temp-file", &base, false)?;
+        return Ok(Value::str(path_text("temp-file", &made)?));
+    }
     ctx.check_fs(crate::caps::FsOp::Write, &base)
         .map_err(|f| fail("temp-file", f.message.clone()))?;
     let cannot = |e: io::Error| {
@@ -599,6 +771,70 @@ pub fn temp_file(ctx: &mut dyn Ctx, _: &[Value]) -> Result<Value, Failure> {
     let file = temp_builder(0o600).tempfile_in(&base).map_err(cannot)?;
     let path = file.into_temp_path().keep().map_err(|e| cannot(e.error))?;
     Ok(Value::str(path_text("temp-file", &path)?))
+}
+
+/// Under an `fs` grant: the temporary directory is walked and judged for
+/// writing on its real path, and a fresh `ral-…` directory (mode 0700) or
+/// file (0600) is made through the descriptor the walk reached, with
+/// exclusive creation and a new random name on a collision.
+fn temp_walked(ctx: &mut dyn Ctx, name: &str, base: &Path, dir: bool) -> Result<PathBuf, Failure> {
+    use std::hash::{BuildHasher, Hasher};
+    let cannot = |e: io::Error| {
+        fail(
+            name,
+            format!(
+                "cannot create a {} in `{}`: {}",
+                if dir { "directory" } else { "file" },
+                base.display(),
+                reason(&e)
+            ),
+        )
+    };
+    let r = crate::walk::resolve(base, true).map_err(cannot)?;
+    ctx.check_fs_real(crate::caps::FsOp::Write, &r.real)
+        .map_err(|f| fail(name, f.message.clone()))?;
+    let fd = r
+        .open(rustix::fs::OFlags::PATH | rustix::fs::OFlags::DIRECTORY, 0)
+        .map_err(cannot)?;
+    // Keys drawn from the system's randomness once per process, advanced
+    // for each hasher, mixed with the time: an unpredictable name.
+    let state = std::collections::hash_map::RandomState::new();
+    for attempt in 0u64..64 {
+        let mut h = state.build_hasher();
+        h.write_u64(attempt);
+        h.write_u128(
+            SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos()),
+        );
+        let v = h.finish();
+        const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+        let suffix: String = (0..10)
+            .map(|i| char::from(ALPHABET[((v >> (i * 6)) % 62) as usize]))
+            .collect();
+        let entry = format!("ral-{suffix}");
+        let made = if dir {
+            rustix::fs::mkdirat(&fd, entry.as_str(), rustix::fs::Mode::from_raw_mode(0o700))
+        } else {
+            rustix::fs::openat(
+                &fd,
+                entry.as_str(),
+                rustix::fs::OFlags::WRONLY
+                    | rustix::fs::OFlags::CREATE
+                    | rustix::fs::OFlags::EXCL
+                    | rustix::fs::OFlags::NOFOLLOW
+                    | rustix::fs::OFlags::CLOEXEC,
+                rustix::fs::Mode::from_raw_mode(0o600),
+            )
+            .map(drop)
+        };
+        match made {
+            Ok(()) => return Ok(base.join(entry)),
+            Err(rustix::io::Errno::EXIST) => continue,
+            Err(e) => return Err(cannot(io::Error::from(e))),
+        }
+    }
+    Err(cannot(io::Error::from(io::ErrorKind::AlreadyExists)))
 }
 
 // ---- glob ----
@@ -748,19 +984,63 @@ fn shown_join(shown: &str, name: &str) -> String {
 
 /// The entries of `dir` as names, sorted; nothing when it cannot be read.
 /// A non-UTF-8 name is kept as its lossy spelling and flagged.
-fn entries(dir: &Path) -> Vec<(String, bool)> {
-    let Ok(rd) = std::fs::read_dir(dir) else {
-        return Vec::new();
+fn entries(ctx: &mut dyn Ctx, dir: &Path) -> Vec<(String, bool)> {
+    let names: Vec<std::ffi::OsString> = if ctx.restricts_fs() {
+        // Walked and judged like `list-dir`; entries the grant closes are
+        // left out (see the module docs).
+        let Ok(r) = crate::walk::resolve(dir, true) else {
+            return Vec::new();
+        };
+        if ctx.check_fs_real(crate::caps::FsOp::Read, &r.real).is_err() {
+            return Vec::new();
+        }
+        let Ok(all) = crate::walk::read_dir(&r) else {
+            return Vec::new();
+        };
+        all.into_iter()
+            .filter(|n| {
+                ctx.check_fs_real(crate::caps::FsOp::Read, &r.real.join(n))
+                    .is_ok()
+            })
+            .collect()
+    } else {
+        let Ok(rd) = std::fs::read_dir(dir) else {
+            return Vec::new();
+        };
+        rd.filter_map(Result::ok).map(|e| e.file_name()).collect()
     };
-    let mut names: Vec<(String, bool)> = rd
-        .filter_map(Result::ok)
-        .map(|e| match e.file_name().into_string() {
+    let mut names: Vec<(String, bool)> = names
+        .into_iter()
+        .map(|n| match n.into_string() {
             Ok(s) => (s, true),
             Err(os) => (os.to_string_lossy().into_owned(), false),
         })
         .collect();
     names.sort_unstable();
     names
+}
+
+/// Whether a path `glob` reached is there (a directory, for a pattern
+/// ending in `/`); under an `fs` grant, a path the grant does not let ral
+/// read is not.
+fn glob_hit(ctx: &mut dyn Ctx, full: &Path, dirs_only: bool) -> bool {
+    if ctx.restricts_fs() {
+        let Ok(r) = crate::walk::resolve(full, dirs_only) else {
+            return false;
+        };
+        if ctx.check_fs_real(crate::caps::FsOp::Read, &r.real).is_err() {
+            return false;
+        }
+        return match dirs_only {
+            true => r.kind == crate::walk::Kind::Dir,
+            false => r.exists(),
+        };
+    }
+    if dirs_only {
+        std::fs::metadata(full).is_ok_and(|m| m.is_dir())
+    } else {
+        std::fs::symlink_metadata(full).is_ok()
+    }
 }
 
 /// `at` and every directory below it (not through links, not into
@@ -770,7 +1050,7 @@ fn descend(ctx: &mut dyn Ctx, at: Reached, out: &mut Vec<Reached>) -> Result<(),
     while let Some(r) = stack.pop() {
         ctx.poll()?;
         let mut below = Vec::new();
-        for (name, utf8) in entries(&r.full) {
+        for (name, utf8) in entries(ctx, &r.full) {
             if !utf8 || name.starts_with('.') {
                 continue;
             }
@@ -850,7 +1130,7 @@ pub fn glob(ctx: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
         } else {
             for r in reached {
                 ctx.poll()?;
-                for (name, utf8) in entries(&r.full) {
+                for (name, utf8) in entries(ctx, &r.full) {
                     if !component_matches(&toks, &name) {
                         continue;
                     }
@@ -874,13 +1154,7 @@ pub fn glob(ctx: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
     }
     let mut out: Vec<String> = reached
         .into_iter()
-        .filter(|r| {
-            if dirs_only {
-                std::fs::metadata(&r.full).is_ok_and(|m| m.is_dir())
-            } else {
-                std::fs::symlink_metadata(&r.full).is_ok()
-            }
-        })
+        .filter(|r| glob_hit(ctx, &r.full, dirs_only))
         .map(|r| {
             if dirs_only && !r.shown.ends_with('/') {
                 format!("{}/", r.shown)

@@ -96,6 +96,22 @@ pub trait Ctx {
         Ok(())
     }
 
+    /// [`Ctx::check_fs`] on a real path a walk produced ([`crate::walk`]),
+    /// judged as given.
+    fn check_fs_real(
+        &mut self,
+        _op: crate::caps::FsOp,
+        _real: &std::path::Path,
+    ) -> Result<(), Failure> {
+        Ok(())
+    }
+
+    /// Whether some grant restricts `fs`, so that file builtins walk their
+    /// paths ([`crate::walk`]) rather than hand them to the kernel.
+    fn restricts_fs(&self) -> bool {
+        false
+    }
+
     /// The whole machine, for the builtins that act on the session or the
     /// process runtime (`cd`, decoders, workers); `None` in unit-test
     /// contexts.

@@ -8,6 +8,11 @@
 //! runs `ls` reaches the program), and persist across runs because the
 //! context does. `within` restores the stack by truncation above the frame
 //! it found, so it never removes the alias frame.
+//!
+//! An alias installed while a grant is in force keeps that grant stack
+//! (`Context::alias_grants`) and runs under it, on top of whatever stack
+//! its caller has: installing code inside a grant cannot hand it more
+//! authority later (spec/capabilities.md, "Code installed under a grant").
 
 use std::io::{BufRead, Write};
 
@@ -86,6 +91,14 @@ pub fn alias(ctx: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
         // Frames above moved up one: so do the masks and saved depths.
         vm.shift_handler_frames();
     }
+    // The alias keeps the grant stack in force now and runs under it
+    // (on top of its caller's) wherever it is reached later.
+    let installed_under = vm.grants.clone();
+    let kept = &mut vm.mobile.context.alias_grants;
+    kept.retain(|(n, _)| *n != name);
+    if !installed_under.is_empty() {
+        kept.push((name.clone(), installed_under));
+    }
     let handlers = &mut vm.mobile.context.handlers;
     if let Some(Value::List(items)) = alias_frame(handlers) {
         let items = std::sync::Arc::make_mut(items);
@@ -113,6 +126,7 @@ pub fn unalias(ctx: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
                     .map(|(k, v)| (k.to_string(), v.clone()))
                     .collect();
                 items[0] = Value::record(Record::from_entries(rest));
+                vm.mobile.context.alias_grants.retain(|(n, _)| *n != name);
                 return Ok(Value::Unit);
             }
         }

@@ -7,7 +7,8 @@
 //! link, `openat2` with `RESOLVE_NO_SYMLINKS`) and added to a Landlock
 //! ruleset, and the seccomp program is compiled once per process.
 //!
-//! Then one of two launches ([`spawn`]):
+//! With the namespace layer the launch is `ns.rs`'s (through `fork` and
+//! its hook); otherwise one of two launches ([`spawn`]):
 //!
 //! - **From a confined thread** (the usual case, ral has no controlling
 //!   terminal): a short-lived thread enters the Landlock domain and the
@@ -24,13 +25,18 @@
 //!   `setsid` (leaving the terminal) between `fork` and `exec` and then
 //!   confines itself ([`install`]), a hook that only makes system calls.
 //!
-//! One seccomp program ([`super::bpf`], built once per process; one with
-//! and one without the network rows):
+//! One seccomp program ([`super::bpf`], built once per process for each
+//! [`Variant`]):
 //! - **kill** (`SIGSYS`): `ptrace`, `bpf`, module loading, `kexec_*`,
 //!   `reboot`, `swapon`/`swapoff`, the keyrings, `userfaultfd`,
 //!   `open_by_handle_at`, the mount family;
 //! - **EPERM**: `unshare` and `clone` asking for a new user namespace,
-//!   `setns`, `ioctl(TIOCSTI)`;
+//!   `setns`, `ioctl(TIOCSTI)`, `sethostname`, `setdomainname`,
+//!   `fanotify_init`, `mknod`/`mknodat` of a device;
+//! - **ENOSYS** under a restricted `exec`: `memfd_create` without
+//!   `MFD_NOEXEC_SEAL` (an anonymous file `fexecve` could run); on the
+//!   floor alone (no namespaces, [`Variant::floor`]): SysV IPC, POSIX
+//!   message queues, `inotify_add_watch`;
 //! - **ENOSYS**: `clone3` (its flags live in memory seccomp cannot read;
 //!   the C library falls back to `clone`, which the EPERM program sees),
 //!   and under `net: false` `io_uring_setup` (io_uring can open sockets
@@ -148,21 +154,53 @@ fn close_range_available() -> bool {
     rc == 0
 }
 
-/// The compiled seccomp programs: without and with the `net: false` rows.
-struct Programs {
-    base: Vec<Insn>,
-    offline: Vec<Insn>,
+/// Which rows a launch's seccomp program carries beyond the deny-set every
+/// confined program runs under.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Variant {
+    /// `net: false`: no sockets, no io_uring.
+    pub offline: bool,
+    /// A restricted `exec`: no executable anonymous file (`memfd_create`
+    /// without `MFD_NOEXEC_SEAL`), which `fexecve` could run although no
+    /// grant admits it.
+    pub exec: bool,
+    /// No namespaces beneath (the Landlock-and-seccomp floor alone): no
+    /// SysV IPC or POSIX message queues (the host's, with no ipc
+    /// namespace), no inotify or fanotify marks (which would report names
+    /// and timings of directories outside the grant, with no mount view to
+    /// hide them).
+    pub floor: bool,
 }
 
-fn programs() -> Result<&'static Programs, String> {
-    static PROGRAMS: OnceLock<Result<Programs, String>> = OnceLock::new();
-    PROGRAMS
-        .get_or_init(build_programs)
-        .as_ref()
-        .map_err(Clone::clone)
+impl Variant {
+    fn index(self) -> usize {
+        usize::from(self.offline) | usize::from(self.exec) << 1 | usize::from(self.floor) << 2
+    }
 }
 
-fn build_programs() -> Result<Programs, String> {
+/// The compiled programs, one per [`Variant`], built on first use.
+fn program(v: Variant) -> Result<&'static [Insn], String> {
+    static PROGRAMS: [OnceLock<Result<Vec<Insn>, String>>; 8] = [
+        OnceLock::new(),
+        OnceLock::new(),
+        OnceLock::new(),
+        OnceLock::new(),
+        OnceLock::new(),
+        OnceLock::new(),
+        OnceLock::new(),
+        OnceLock::new(),
+    ];
+    match PROGRAMS
+        .get(v.index())
+        .ok_or("no such seccomp program")?
+        .get_or_init(|| build_program(v))
+    {
+        Ok(p) => Ok(p.as_slice()),
+        Err(e) => Err(e.clone()),
+    }
+}
+
+fn build_program(v: Variant) -> Result<Vec<Insn>, String> {
     let arch = bpf::audit_arch().ok_or("no seccomp program for this architecture")?;
     let x32 = cfg!(target_arch = "x86_64");
     let kill = |nr| Entry {
@@ -185,9 +223,20 @@ fn build_programs() -> Result<Programs, String> {
         }),
         action: Action::Errno(libc::EPERM),
     };
+    // A device node: (mode & 0o120000) == 0o020000 holds for S_IFCHR and
+    // S_IFBLK and no other file type.
+    let device = |nr, index| Entry {
+        nr,
+        test: Some(ArgTest {
+            index,
+            mask: 0o120000,
+            value: 0o020000,
+        }),
+        action: Action::Errno(libc::EPERM),
+    };
     #[allow(clippy::unnecessary_cast)]
     let tiocsti = libc::TIOCSTI as u32;
-    let mut base = vec![
+    let mut rows = vec![
         kill(libc::SYS_ptrace),
         kill(libc::SYS_bpf),
         kill(libc::SYS_init_module),
@@ -226,19 +275,53 @@ fn build_programs() -> Result<Programs, String> {
             action: Action::Errno(libc::EPERM),
         },
         errno(libc::SYS_clone3, libc::ENOSYS),
+        // The host's identity.
+        errno(libc::SYS_sethostname, libc::EPERM),
+        errno(libc::SYS_setdomainname, libc::EPERM),
+        // Device nodes (Landlock refuses them too, where it is present).
+        device(libc::SYS_mknodat, 2),
+        // fanotify reports the names of files in any directory it marks.
+        errno(libc::SYS_fanotify_init, libc::EPERM),
     ];
-    let compile = |entries: &[Entry]| {
-        bpf::program(arch, x32, entries)
-            .ok_or_else(|| "the seccomp program is too large".to_owned())
-    };
-    let base_prog = compile(&base)?;
-    // Ordinary calls are the common case: the network rows go last.
-    base.push(errno(libc::SYS_socket, libc::EACCES));
-    base.push(errno(libc::SYS_io_uring_setup, libc::ENOSYS));
-    Ok(Programs {
-        base: base_prog,
-        offline: compile(&base)?,
-    })
+    #[cfg(target_arch = "x86_64")]
+    rows.push(device(libc::SYS_mknod, 1));
+    if v.exec {
+        let seal = u32::try_from(libc::MFD_NOEXEC_SEAL).map_err(|e| e.to_string())?;
+        rows.push(Entry {
+            nr: libc::SYS_memfd_create,
+            test: Some(ArgTest {
+                index: 1,
+                mask: seal,
+                value: 0,
+            }),
+            action: Action::Errno(libc::ENOSYS),
+        });
+    }
+    if v.floor {
+        for nr in [
+            libc::SYS_shmget,
+            libc::SYS_shmat,
+            libc::SYS_shmctl,
+            libc::SYS_msgget,
+            libc::SYS_msgsnd,
+            libc::SYS_msgrcv,
+            libc::SYS_msgctl,
+            libc::SYS_semget,
+            libc::SYS_semop,
+            libc::SYS_semtimedop,
+            libc::SYS_semctl,
+            libc::SYS_mq_open,
+            libc::SYS_mq_unlink,
+        ] {
+            rows.push(errno(nr, libc::ENOSYS));
+        }
+        rows.push(errno(libc::SYS_inotify_add_watch, libc::ENOSYS));
+    }
+    if v.offline {
+        rows.push(errno(libc::SYS_socket, libc::EACCES));
+        rows.push(errno(libc::SYS_io_uring_setup, libc::ENOSYS));
+    }
+    bpf::program(arch, x32, &rows).ok_or_else(|| "the seccomp program is too large".to_owned())
 }
 
 /// The guarantees the kernel must provide for `plan`; the first one it
@@ -288,6 +371,26 @@ fn abi_words(abi: ABI) -> String {
 pub struct Prepared {
     ruleset: Option<RulesetCreated>,
     program: &'static [Insn],
+    /// The namespace layer, where the kernel lets ral build it.
+    view: Option<super::ns::View>,
+}
+
+impl Prepared {
+    /// Adds the namespace layer (see `sandbox/ns.rs`).
+    pub fn with_view(mut self, view: super::ns::View) -> Prepared {
+        self.view = Some(view);
+        self
+    }
+}
+
+/// The Landlock rights `plan` gives the fresh `/proc` of a view (the
+/// envelope's read), 0 when file access is not handled.
+pub fn proc_rights(plan: &Plan<'_>, k: &Kernel) -> u64 {
+    if plan.fs {
+        access(READ, k.landlock, true).bits()
+    } else {
+        0
+    }
 }
 
 /// The access rights a [`Rights`] set stands for under `abi`.
@@ -299,7 +402,10 @@ fn access(rights: Rights, abi: ABI, is_dir: bool) -> BitFlags<AccessFs> {
     if rights & WRITE != 0 {
         // Device ioctls are not a write of the grant's sense; they stay
         // unhandled.
-        a |= AccessFs::from_write(abi) & !AccessFs::IoctlDev;
+        // Making a device node is never a right a grant gives (root could
+        // otherwise make a raw disk or /dev/kmsg inside a writable tree).
+        a |= AccessFs::from_write(abi)
+            & !(AccessFs::IoctlDev | AccessFs::MakeChar | AccessFs::MakeBlock);
     }
     if rights & EXEC != 0 {
         a |= AccessFs::Execute;
@@ -312,7 +418,7 @@ fn access(rights: Rights, abi: ABI, is_dir: bool) -> BitFlags<AccessFs> {
 }
 
 /// Builds the child's confinement for `plan` (see the module docs).
-pub fn prepare(plan: &Plan<'_>, k: &Kernel) -> Result<Prepared, String> {
+pub fn prepare(plan: &Plan<'_>, k: &Kernel, floor: bool) -> Result<Prepared, String> {
     let abi = k.landlock;
     let mut handled = BitFlags::<AccessFs>::EMPTY;
     if plan.fs {
@@ -320,6 +426,11 @@ pub fn prepare(plan: &Plan<'_>, k: &Kernel) -> Result<Prepared, String> {
     }
     if plan.exec {
         handled |= AccessFs::Execute;
+    }
+    // Device nodes are refused in every confined launch: handled, and no
+    // rule grants them.
+    if abi != ABI::Unsupported {
+        handled |= AccessFs::MakeChar | AccessFs::MakeBlock;
     }
     let net = if plan.net_off {
         AccessNet::from_all(abi)
@@ -345,7 +456,7 @@ pub fn prepare(plan: &Plan<'_>, k: &Kernel) -> Result<Prepared, String> {
             rs = rs.scope(scope).map_err(|e| e.to_string())?;
         }
         let mut created = rs.create().map_err(|e| e.to_string())?;
-        if !handled.is_empty() {
+        if plan.fs || plan.exec {
             for rule in plan.rules().map_err(|e| e.to_string())? {
                 let rights = access(rule.rights, abi, rule.is_dir) & handled;
                 if rights.is_empty() {
@@ -361,9 +472,16 @@ pub fn prepare(plan: &Plan<'_>, k: &Kernel) -> Result<Prepared, String> {
         }
         Some(created)
     };
-    let p = programs()?;
-    let program = if plan.net_off { &p.offline } else { &p.base };
-    Ok(Prepared { ruleset, program })
+    let program = program(Variant {
+        offline: plan.net_off,
+        exec: plan.exec,
+        floor,
+    })?;
+    Ok(Prepared {
+        ruleset,
+        program,
+        view: None,
+    })
 }
 
 /// Opens `path` for a rule without following any symbolic link on the
@@ -414,12 +532,14 @@ pub fn force_fork_path(force: bool) {
 /// Starts `cmd` confined by `prepared` (see the module docs), in a process
 /// group of its own.
 pub fn spawn(prepared: Prepared, cmd: &mut Command) -> std::io::Result<std::process::Child> {
-    if fork_path() {
+    if fork_path() || prepared.view.is_some() {
         install(prepared, cmd);
         return cmd.spawn();
     }
     cmd.process_group(0);
-    let Prepared { ruleset, program } = prepared;
+    let Prepared {
+        ruleset, program, ..
+    } = prepared;
     std::thread::scope(|scope| {
         let launcher = std::thread::Builder::new()
             .name("ral-confine".to_owned())
@@ -488,7 +608,37 @@ fn no_core_dumps(pid: u32) {
 /// seccomp programs. The caller must not also ask for a process group
 /// (`setsid` makes the child the leader of its own).
 pub fn install(prepared: Prepared, cmd: &mut Command) {
-    let Prepared { ruleset, program } = prepared;
+    let Prepared {
+        ruleset,
+        program,
+        view,
+    } = prepared;
+    if let Some(mut view) = view {
+        // The namespace layer: the launcher F builds the view and starts
+        // the program beneath it (sandbox/ns.rs). A command it cannot
+        // describe (a NUL byte) fails at spawn, as it would unconfined.
+        let finished = view.finish(cmd);
+        let fd: Option<OwnedFd> = ruleset.and_then(Into::into);
+        let hook = move || -> std::io::Result<()> {
+            if let Err(why) = &finished {
+                let _ = why;
+                return Err(std::io::Error::from_raw_os_error(libc::EINVAL));
+            }
+            use std::os::fd::AsRawFd;
+            let floor = super::ns::Floor {
+                ruleset: fd.as_ref().map_or(-1, AsRawFd::as_raw_fd),
+                program,
+            };
+            super::ns::hook(&view, &floor)
+        };
+        // SAFETY: the hook runs in the forked child, which is single
+        // threaded, and only makes system calls on data built here
+        // (sandbox/ns.rs).
+        unsafe {
+            cmd.pre_exec(hook);
+        }
+        return;
+    }
     let mut ruleset = ruleset;
     let hook = move || -> std::io::Result<()> {
         // SAFETY (the whole hook): it runs in the child after fork, where

@@ -17,8 +17,12 @@
 //!   descriptor above standard error closed at `exec`, and no
 //!   loader-injection variables in its environment ([`scrub_env`]).
 //!
-//! This is built from Landlock, seccomp and `setsid` directly (no external
-//! program; spec/capabilities.md says why). The decoded layers are the same
+//! Two levels (spec/capabilities.md section 4): where the kernel lets ral
+//! make namespaces ([`namespaces`]), the program runs in new user (unless
+//! root), mount, pid, ipc and uts namespaces with a filesystem view built
+//! from the grant (`ns.rs`, [`plan::Plan::view`]); beneath it, and alone
+//! elsewhere, Landlock, seccomp and `setsid` (`linux.rs`). No external
+//! program is involved. The decoded layers are the same
 //! ones ral's own checks read ([`crate::caps`]), so both layers judge a
 //! path alike. Where the kernel lacks a guarantee a launch needs, the launch
 //! is refused with a failure naming it (status 126): nothing runs
@@ -41,6 +45,8 @@ use crate::failure::{Failure, Reason};
 mod bpf;
 #[cfg(target_os = "linux")]
 mod linux;
+#[cfg(target_os = "linux")]
+mod ns;
 pub mod plan;
 
 #[cfg(target_os = "linux")]
@@ -57,6 +63,27 @@ pub struct Sandbox {
 /// Whether a launch under `layers` runs confined.
 pub fn confines(layers: &[Arc<Layer>]) -> bool {
     layers.iter().any(|l| l.confines())
+}
+
+static FORCE_FLOOR: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Makes every confined launch use Landlock and seccomp alone, as on a
+/// system without user namespaces, so tests exercise that floor too.
+pub fn force_floor(force: bool) {
+    FORCE_FLOOR.store(force, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Whether confined launches run in namespaces with a filesystem view
+/// (sandbox/ns.rs), rather than under Landlock and seccomp alone.
+pub fn namespaces() -> bool {
+    #[cfg(target_os = "linux")]
+    {
+        !FORCE_FLOOR.load(std::sync::atomic::Ordering::Relaxed) && ns::available()
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        false
+    }
 }
 
 /// Removes the dynamic loader's injection variables (`LD_*`, `DYLD_*`)
@@ -130,10 +157,28 @@ fn prepare_confined(layers: &[Arc<Layer>], name: &str, program: &Path) -> Result
     if let Some(why) = linux::missing(&plan, k) {
         return Err(refused(name, &format!("this kernel lacks {why}")));
     }
-    let prepared = linux::prepare(&plan, k).map_err(|why| refused(name, &why))?;
+    let namespaces = !FORCE_FLOOR.load(std::sync::atomic::Ordering::Relaxed) && ns::available();
+    let mut prepared = linux::prepare(&plan, k, !namespaces).map_err(|why| refused(name, &why))?;
+    if namespaces {
+        let view = ns::View::new(
+            &plan.view(),
+            plan.fs,
+            plan.net_off,
+            linux::proc_rights(&plan, k),
+        )
+        .map_err(|why| refused(name, &why))?;
+        prepared = prepared.with_view(view);
+    }
+    let layers_words = if namespaces {
+        "namespaces with a filesystem view, Landlock and seccomp"
+    } else {
+        "Landlock and seccomp only: this system does not let ral create the user namespaces \
+         the filesystem view needs, so attributes, inotify, SysV IPC and other processes' /proc \
+         entries are held by the seccomp deny-set or not at all"
+    };
     Ok(Sandbox {
         prepared,
-        summary: describe(layers).into(),
+        summary: format!("{}; {layers_words}", describe(layers)).into(),
     })
 }
 

@@ -28,9 +28,13 @@
 //! everywhere (spec/capabilities.md). A vetoed name is found by listing each
 //! admitted directory, bounded by [`ENTRY_BUDGET`].
 //!
-//! Paths that do not exist at launch are not boundaries: nothing can be
-//! granted on them, and a `deny` naming one is held by ral's own check
-//! alone (§12.3).
+//! Paths that do not exist at launch are not boundaries (nothing can be
+//! granted on them), except a `deny` naming one: it is a hole like any
+//! other, so the directories on its way grant their existing entries their
+//! rights and keep for themselves only what holds everywhere beneath,
+//! which leaves out creating entries: the denied name cannot be made
+//! (spec/capabilities.md section 6, where this departs from §12.3's
+//! "held by ral's own check alone").
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -278,6 +282,16 @@ impl<'l> Plan<'l> {
         r
     }
 
+    /// Whether `p` is named by some layer's `deny` list.
+    fn denied_name(&self, p: &Path) -> bool {
+        self.fs
+            && self
+                .layers
+                .iter()
+                .filter_map(|l| l.fs.as_ref())
+                .any(|fs| fs.deny().iter().any(|d| same(d, p)))
+    }
+
     /// The paths where the verdict may change, existing ones only, each
     /// with whether it is a directory and its verdict (computed once: the
     /// walk meets every boundary's verdict at each ancestor).
@@ -312,6 +326,12 @@ impl<'l> Plan<'l> {
             } else {
                 match std::fs::symlink_metadata(p) {
                     Ok(md) => md.is_dir(),
+                    // A `deny` naming a path absent at launch is still a
+                    // hole: the walk withholds from the directories on its
+                    // way the rights to create entries (and so to create
+                    // the denied name), granting their existing entries the
+                    // rest, so the kernel holds it from the start.
+                    Err(_) if self.denied_name(p) => true,
                     Err(_) => continue,
                 }
             };
@@ -466,6 +486,212 @@ impl<'l> Plan<'l> {
             }
         }
         Ok(())
+    }
+}
+
+/// One mount of a launch's filesystem view (the namespace layer,
+/// `sandbox/ns.rs`): the host path bound at the same path inside.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ViewEntry {
+    pub path: PathBuf,
+    pub is_dir: bool,
+    pub access: ViewAccess,
+    /// Whether files beneath may be executed or mapped executable.
+    pub exec: bool,
+}
+
+/// How a [`ViewEntry`] is mounted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ViewAccess {
+    ReadOnly,
+    ReadWrite,
+    /// Hidden: an empty read-only mount over a `deny` carve-out.
+    Masked,
+}
+
+/// The directories shared libraries live in: mapped executable by every
+/// dynamically linked program, so they stay executable in a view that
+/// makes everything else `noexec` (real paths).
+const LIBRARY_DIRS: &[&str] = &[
+    "/lib",
+    "/lib32",
+    "/lib64",
+    "/libx32",
+    "/usr/lib",
+    "/usr/lib32",
+    "/usr/lib64",
+    "/usr/libx32",
+    "/usr/local/lib",
+];
+
+impl Plan<'_> {
+    /// The mounts of the filesystem view of a launch under this plan,
+    /// sorted so that a path comes before everything beneath it.
+    ///
+    /// Under a restricted `fs` the view shows only what the child may
+    /// use: every existing path some layer, the envelope or the `exec`
+    /// map names, whose verdict is not empty, bound read-only unless the
+    /// verdict includes writing; a nested path whose verdict differs from
+    /// its nearest shown ancestor's is a mount of its own, so the
+    /// admitted-directory rule holds in the mount table too; existing
+    /// `deny` carve-outs are masked. Without a restricted `fs`, the view
+    /// is the whole hierarchy, writable. Under a restricted `exec`
+    /// everything is `noexec` except the admitted files and directories,
+    /// the loaders and interpreters they need, and the library
+    /// directories, so the explicit loader (`ld.so FILE`) and
+    /// `LD_PRELOAD` cannot map an unadmitted file executable. The view is
+    /// a superset of what Landlock allows; Landlock narrows reads and
+    /// writes within it.
+    pub fn view(&self) -> Vec<ViewEntry> {
+        let mut out: Vec<ViewEntry> = Vec::new();
+        if !self.fs {
+            out.push(ViewEntry {
+                path: PathBuf::from("/"),
+                is_dir: true,
+                access: ViewAccess::ReadWrite,
+                exec: !self.exec,
+            });
+        }
+        let mut paths: Vec<PathBuf> = Vec::new();
+        if self.fs {
+            for l in self.layers {
+                if let Some(fs) = &l.fs {
+                    let (r, w) = fs.lists();
+                    paths.extend(r.iter().cloned());
+                    paths.extend(w.iter().cloned());
+                }
+            }
+            paths.extend(self.envelope.read.iter().cloned());
+            paths.extend(self.envelope.read_write.iter().cloned());
+            paths.extend(self.admitted.iter().map(|p| p.to_path_buf()));
+        }
+        if self.exec {
+            for l in self.layers {
+                if let Some(p) = &l.exec {
+                    paths.extend(p.admitted_files().map(Path::to_path_buf));
+                    paths.extend(p.dirs().iter().filter(|(_, a)| *a).map(|(d, _)| d.clone()));
+                }
+            }
+            paths.extend(self.extra_exec.iter().cloned());
+            paths.extend(LIBRARY_DIRS.iter().map(|d| caps::real(Path::new(d))));
+        }
+        paths.sort_by(|a, b| byte_order(a, b));
+        paths.dedup_by(|a, b| same(a, b));
+        for p in paths {
+            // /proc and /dev are the view's own.
+            if under(&p, Path::new("/proc")) || under(&p, Path::new("/dev")) {
+                continue;
+            }
+            let Ok(md) = std::fs::symlink_metadata(&p) else {
+                continue;
+            };
+            if md.file_type().is_symlink() {
+                continue;
+            }
+            let is_dir = md.is_dir();
+            let v = if self.fs {
+                self.verdict(&p, is_dir)
+            } else {
+                READ | WRITE
+                    | if self.exec {
+                        self.verdict(&p, is_dir) & EXEC
+                    } else {
+                        EXEC
+                    }
+            };
+            let library = self.exec
+                && is_dir
+                && LIBRARY_DIRS
+                    .iter()
+                    .any(|d| same(&caps::real(Path::new(d)), &p));
+            let access = if v & WRITE != 0 {
+                ViewAccess::ReadWrite
+            } else {
+                ViewAccess::ReadOnly
+            };
+            let exec = !self.exec || v & EXEC != 0 || library;
+            if v & (READ | WRITE | EXEC) == 0 && !library {
+                continue;
+            }
+            let entry = ViewEntry {
+                path: p,
+                is_dir,
+                access,
+                exec,
+            };
+            // Covered by its nearest shown ancestor with the same mount.
+            let enclosing = out.iter().rev().find(|e| under(&entry.path, &e.path));
+            if let Some(e) = enclosing {
+                if e.is_dir && e.access == entry.access && e.exec == entry.exec {
+                    continue;
+                }
+            }
+            out.push(entry);
+        }
+        if self.exec && self.vetoes {
+            // A vetoed name inside an admitted directory is made `noexec`
+            // on its own, so the explicit loader cannot map it either.
+            let mut budget = ENTRY_BUDGET;
+            let dirs: Vec<(PathBuf, ViewAccess)> = out
+                .iter()
+                .filter(|e| e.is_dir && e.exec)
+                .map(|e| (e.path.clone(), e.access))
+                .collect();
+            let mut vetoed = Vec::new();
+            for (d, access) in dirs {
+                let Ok(rd) = std::fs::read_dir(&d) else {
+                    continue;
+                };
+                for e in rd.flatten() {
+                    budget = budget.saturating_sub(1);
+                    if budget == 0 {
+                        break;
+                    }
+                    if !e.file_type().is_ok_and(|t| t.is_file()) {
+                        continue;
+                    }
+                    let p = e.path();
+                    if self.verdict(&p, false) & EXEC == 0
+                        && self.admitted.iter().any(|a| under(&p, a))
+                    {
+                        vetoed.push(ViewEntry {
+                            path: p,
+                            is_dir: false,
+                            access,
+                            exec: false,
+                        });
+                    }
+                }
+            }
+            out.extend(vetoed);
+        }
+        if self.fs {
+            for l in self.layers {
+                let Some(fs) = &l.fs else { continue };
+                for d in fs.deny() {
+                    let Ok(md) = std::fs::symlink_metadata(d) else {
+                        continue;
+                    };
+                    if md.file_type().is_symlink() {
+                        continue;
+                    }
+                    // Only what some shown mount would otherwise reveal.
+                    if !out.iter().any(|e| under(d, &e.path)) {
+                        continue;
+                    }
+                    out.retain(|e| !same(&e.path, d));
+                    out.push(ViewEntry {
+                        path: d.clone(),
+                        is_dir: md.is_dir(),
+                        access: ViewAccess::Masked,
+                        exec: false,
+                    });
+                }
+            }
+        }
+        out.sort_by(|a, b| byte_order(&a.path, &b.path));
+        out.dedup_by(|a, b| same(&a.path, &b.path));
+        out
     }
 }
 

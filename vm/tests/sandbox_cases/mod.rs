@@ -1,7 +1,8 @@
-//! The escape cases, shared by `sandbox.rs` (launches from a confined
-//! thread, the usual path) and `sandbox_fork.rs` (launches through `fork`
-//! and a pre-exec hook, the path ral takes when it has a controlling
-//! terminal); each root sets `FORK_PATH`.
+//! The escape cases, shared by `sandbox_ns.rs` (the namespace layer over
+//! Landlock and seccomp, ral's usual confinement), `sandbox.rs` (Landlock
+//! and seccomp alone, launched from a confined thread) and
+//! `sandbox_fork.rs` (the same floor through `fork` and a pre-exec hook);
+//! each root sets `FORK_PATH` and `FLOOR`.
 //!
 //! The OS sandbox (spec §12.10–§12.11) against escape attempts: every
 //! attempt a confined program might make to reach past its grant, each
@@ -26,6 +27,9 @@ use std::time::Duration;
 use ral_syntax::SourceId;
 use ral_types::{check_program, CheckOptions, TypeEnv};
 use ral_vm::{Mobile, RunError, Stdin, Stdout, Value, Vm};
+
+mod guard;
+mod kernel;
 
 const PROBE: &str = env!("CARGO_BIN_EXE_ral-sandbox-probe");
 
@@ -99,6 +103,7 @@ fn run_in(cwd: &Path, src: &str) -> Ran {
 
 fn run_unlocked(cwd: &Path, src: &str) -> Ran {
     ral_vm::sandbox::force_fork_path(super::FORK_PATH);
+    ral_vm::sandbox::force_floor(super::FLOOR);
     let source = SourceId(0);
     let parsed = ral_syntax::parse(src, source);
     assert!(!parsed.has_errors(), "parse errors in {src:?}");
@@ -165,8 +170,11 @@ fn a_read_outside_the_read_prefixes_is_refused_directly() {
     );
     assert!(!escape.ok());
     assert!(!escape.stdout.contains("secret"), "{}", escape.stdout);
+    // Refused by Landlock, or not there at all in the namespace layer's
+    // filesystem view.
     assert!(
-        escape.stderr.contains("Permission denied"),
+        escape.stderr.contains("Permission denied")
+            || (ral_vm::sandbox::namespaces() && escape.stderr.contains("No such file")),
         "{}",
         escape.stderr
     );
@@ -487,6 +495,12 @@ fn a_confined_child_has_no_controlling_terminal_and_no_stray_descriptors() {
     };
     let confined = ids(&format!("grant [net: false] {{ {PROBE} sid }}"));
     let plain = ids(&format!("{PROBE} sid"));
+    if ral_vm::sandbox::namespaces() {
+        // Pid 2 of its own pid namespace, under the launcher that leads
+        // the session and the group, which lie outside the namespace.
+        assert_eq!(confined, [0, 0, 2], "{confined:?}");
+        return;
+    }
     assert_eq!(confined[1], confined[2], "not a group leader: {confined:?}");
     if super::FORK_PATH {
         assert_eq!(
@@ -534,4 +548,46 @@ fn a_probe_under_a_restricted_fs_still_starts() {
         &format!("{grant} {{ {PROBE} read {} }}", t.p("outside/secret")),
     );
     assert!(refused.stdout.starts_with("refused:"), "{}", refused.stdout);
+}
+
+/// Every case above again as an unprivileged user, when the suite runs as
+/// root (as CI does): this test binary re-runs itself under `setpriv`
+/// (util-linux) as `nobody`, so the sandbox is shown to hold where the
+/// user has no privilege to lose and, on the namespace layer, builds its
+/// view inside an unprivileged user namespace.
+#[test]
+fn every_case_holds_for_an_unprivileged_user_too() {
+    if std::env::var_os("RAL_SANDBOX_AS_USER").is_some() {
+        return;
+    }
+    // SAFETY: geteuid takes no arguments.
+    #[allow(unsafe_code)]
+    let root = unsafe { libc::geteuid() == 0 };
+    if !root {
+        return;
+    }
+    let exe = std::env::current_exe().unwrap();
+    let scratch = tempfile::tempdir().unwrap();
+    // The unprivileged user's own temporary directory.
+    std::fs::set_permissions(
+        scratch.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o1777),
+    )
+    .unwrap();
+    let out = std::process::Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(&exe)
+        .args(["sandbox_cases::", "--test-threads=2"])
+        .env("RAL_SANDBOX_AS_USER", "1")
+        .env("TMPDIR", scratch.path())
+        .env("HOME", scratch.path())
+        .output()
+        .expect("setpriv (util-linux) runs the suite as nobody");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "as nobody:\n{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("test result: ok"), "{text}");
 }

@@ -90,14 +90,22 @@ pub(crate) fn count_lines(
 pub fn line_count(ctx: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
     let path = str_arg(args, 0)?;
     let full = resolve(ctx, path).map_err(|m| fail("line-count", m))?;
-    ctx.check_fs(FsOp::Read, &full)?;
     let cannot = |e: std::io::Error| {
         fail(
             "line-count",
             format!("cannot read `{path}`: {}", io_reason(&e)),
         )
     };
-    let file = File::open(&full).map_err(cannot)?;
+    let file = if ctx.restricts_fs() {
+        // Walked, judged on the real path and read through the descriptor
+        // the walk reached (crate::walk).
+        let r = crate::walk::resolve(&full, true).map_err(cannot)?;
+        ctx.check_fs_real(FsOp::Read, &r.real)?;
+        File::from(r.open(rustix::fs::OFlags::RDONLY, 0).map_err(cannot)?)
+    } else {
+        ctx.check_fs(FsOp::Read, &full)?;
+        File::open(&full).map_err(cannot)?
+    };
     // A fifo can block; its reads wait with polls of the cancel flag.
     let cancel = ctx.vm().map_or_else(
         || crate::exec::CancelProbe::of_flag(std::sync::Arc::default()),
