@@ -15,6 +15,12 @@
 //!   `interp`). When a statement's temporaries do not fit above the homes,
 //!   the function is compiled again with a smaller home budget. Constant,
 //!   shape, capture and list-pattern indices are 32-bit.
+//! - **Moves at last use.** A local read for the last time on every path
+//!   ([`regalloc::last_uses`]) is moved out of its register (`move`, or
+//!   the `take` flag of the instructions that put a value into a
+//!   collection), and a literal built in a temporary is moved into its
+//!   destination, so no dead register keeps a second reference to a value
+//!   the VM may then update in place (`value.rs`).
 //! - **Constants** are deduplicated per proto; Ints that fit `i32` become
 //!   immediates.
 //! - **Typed ops** where the IR's [`NumKind`]/[`OrdKind`] fix the kind;
@@ -246,6 +252,12 @@ struct FnCx<'a, 'm> {
     /// Whether this is a pipeline stage's proto (not its function's own).
     is_stage: bool,
     span: Span,
+    /// The reads after which no path reads a local again
+    /// ([`regalloc::last_uses`]); shared with the function's stages.
+    last: std::rc::Rc<regalloc::LastUses>,
+    /// The locals the statement being compiled reads for the last time:
+    /// [`FnCx::load`] moves them instead of copying.
+    moving: Vec<ral_ir::LocalId>,
 }
 
 type R<T> = Result<T, CompileError>;
@@ -299,6 +311,7 @@ impl<'a, 'm> FnCx<'a, 'm> {
             ))
         })?;
         let layout = regalloc::allocate(f, budget);
+        let last = std::rc::Rc::new(regalloc::last_uses(f));
         let n_home = layout.n_regs;
         let mut local_uses = vec![0u32; f.n_locals as usize];
         count_block(&f.body, &mut local_uses);
@@ -333,6 +346,8 @@ impl<'a, 'm> FnCx<'a, 'm> {
             root: f.id,
             is_stage: false,
             span: f.span,
+            last,
+            moving: Vec::new(),
         };
         if let Some(area) = cx.spill {
             cx.emit(Op::SpillEnter {
@@ -374,12 +389,14 @@ impl<'a, 'm> FnCx<'a, 'm> {
             root: self.root,
             is_stage: true,
             span: self.span,
+            last: self.last.clone(),
+            moving: Vec::new(),
         };
         for st in &b.stmts {
             cx.stmt(st)?;
         }
         let mark = cx.next;
-        let r = cx.operand_reg(&b.result)?;
+        let r = cx.result_reg(b)?;
         cx.emit(Op::Return { src: r });
         cx.release(mark);
         cx.proto.n_regs = cx.proto.n_regs.max(1);
@@ -681,7 +698,11 @@ impl<'a, 'm> FnCx<'a, 'm> {
                     if self.single_use(*l) && self.fold_copy(dst, Reg(r)) {
                         return Ok(());
                     }
-                    Op::Copy { dst, src: Reg(r) }
+                    if self.moving.contains(l) {
+                        Op::Move { dst, src: Reg(r) }
+                    } else {
+                        Op::Copy { dst, src: Reg(r) }
+                    }
                 }
                 Home::Spill(idx) => Op::SpillLoad {
                     dst,
@@ -737,6 +758,21 @@ impl<'a, 'm> FnCx<'a, 'm> {
         Ok(t)
     }
 
+    /// The register holding `op`, and whether the instruction that reads
+    /// it may take the value out (it is a fresh temporary, or a local read
+    /// for the last time), so a collection it is put into or spread into
+    /// can be the only holder.
+    fn operand_owned(&mut self, op: &Operand) -> R<(Reg, bool)> {
+        if let Operand::Local(l) = op {
+            if let Home::Reg(r) = self.home(*l)? {
+                return Ok((Reg(r), self.moving.contains(l)));
+            }
+        }
+        let t = self.temp()?;
+        self.load(op, t)?;
+        Ok((t, true))
+    }
+
     /// Loads `ops` into consecutive fresh temporaries; returns the first.
     fn consecutive<'o>(&mut self, ops: impl ExactSizeIterator<Item = &'o Operand>) -> R<Reg> {
         let n = ops.len();
@@ -756,7 +792,11 @@ impl<'a, 'm> FnCx<'a, 'm> {
             Some(l) => self.def_reg(l)?,
             None => (self.temp()?, None),
         };
-        self.expr(&s.expr, dst)?;
+        let moving = self.last.of_stmt(s).to_vec();
+        let saved = std::mem::replace(&mut self.moving, moving);
+        let r = self.expr(&s.expr, dst);
+        self.moving = saved;
+        r?;
         self.store_def(dst, slot)?;
         self.release(mark);
         Ok(())
@@ -791,8 +831,8 @@ impl<'a, 'm> FnCx<'a, 'm> {
         });
         for o in ops {
             let mark = self.next;
-            let src = self.operand_reg(o)?;
-            self.emit(Op::ListPush { list: t, src });
+            let (src, take) = self.operand_owned(o)?;
+            self.emit(Op::ListPush { list: t, src, take });
             self.release(mark);
         }
         Ok(t)
@@ -828,7 +868,7 @@ impl<'a, 'm> FnCx<'a, 'm> {
             return Ok(());
         }
         let mark = self.next;
-        let r = self.operand_reg(&b.result)?;
+        let r = self.result_reg(b)?;
         self.emit(Op::Return { src: r });
         self.release(mark);
         Ok(())
@@ -908,7 +948,23 @@ impl<'a, 'm> FnCx<'a, 'm> {
         for s in &b.stmts {
             self.stmt(s)?;
         }
-        self.load(&b.result, dst)
+        let moving = self.result_moves(b);
+        let saved = std::mem::replace(&mut self.moving, moving);
+        let r = self.load(&b.result, dst);
+        self.moving = saved;
+        r
+    }
+
+    /// The locals reading `b`'s result may move (its result, when that is
+    /// the last read of it).
+    fn result_moves(&self, b: &Block) -> Vec<ral_ir::LocalId> {
+        self.last.of_result(b).into_iter().collect()
+    }
+
+    /// The register holding `b`'s result, for a `return` (which takes the
+    /// value out of the register in any case).
+    fn result_reg(&mut self, b: &Block) -> R<Reg> {
+        self.operand_reg(&b.result)
     }
 
     fn expr(&mut self, e: &Expr, dst: Reg) -> R<()> {
@@ -950,17 +1006,17 @@ impl<'a, 'm> FnCx<'a, 'm> {
                         let mark = self.next;
                         match p {
                             Part::One(o) => {
-                                let src = self.operand_reg(o)?;
-                                self.emit(Op::ListPush { list: t, src });
+                                let (src, take) = self.operand_owned(o)?;
+                                self.emit(Op::ListPush { list: t, src, take });
                             }
                             Part::Spread(o) => {
-                                let src = self.operand_reg(o)?;
-                                self.emit(Op::ListExtend { list: t, src });
+                                let (src, take) = self.operand_owned(o)?;
+                                self.emit(Op::ListExtend { list: t, src, take });
                             }
                         }
                         self.release(mark);
                     }
-                    self.emit(Op::Copy { dst, src: t });
+                    self.emit(Op::Move { dst, src: t });
                 }
             }
             Expr::MakeRecord { base: None, fields } => {
@@ -994,12 +1050,17 @@ impl<'a, 'm> FnCx<'a, 'm> {
                 self.load(base, t)?;
                 for (k, v) in fields {
                     let mark = self.next;
-                    let src = self.operand_reg(v)?;
+                    let (src, take) = self.operand_owned(v)?;
                     let key = self.str_const(k)?;
-                    self.emit(Op::RecordSet { rec: t, key, src });
+                    self.emit(Op::RecordSet {
+                        rec: t,
+                        key,
+                        src,
+                        take,
+                    });
                     self.release(mark);
                 }
-                self.emit(Op::Copy { dst, src: t });
+                self.emit(Op::Move { dst, src: t });
             }
             Expr::MakeMap(parts) => {
                 let t = self.temp()?;
@@ -1007,8 +1068,8 @@ impl<'a, 'm> FnCx<'a, 'm> {
                 for p in parts.iter().rev() {
                     if let MapPart::Spread(o) = p {
                         let mark = self.next;
-                        let src = self.operand_reg(o)?;
-                        self.emit(Op::MapSpread { map: t, src });
+                        let (src, take) = self.operand_owned(o)?;
+                        self.emit(Op::MapSpread { map: t, src, take });
                         self.release(mark);
                     }
                 }
@@ -1016,12 +1077,17 @@ impl<'a, 'm> FnCx<'a, 'm> {
                     if let MapPart::Entry { key, value } = p {
                         let mark = self.next;
                         let key = self.operand_reg(key)?;
-                        let src = self.operand_reg(value)?;
-                        self.emit(Op::MapInsert { map: t, key, src });
+                        let (src, take) = self.operand_owned(value)?;
+                        self.emit(Op::MapInsert {
+                            map: t,
+                            key,
+                            src,
+                            take,
+                        });
                         self.release(mark);
                     }
                 }
-                self.emit(Op::Copy { dst, src: t });
+                self.emit(Op::Move { dst, src: t });
             }
             Expr::MakeVariant { tag, payload } => {
                 let tag = self.str_const(tag)?;
@@ -1101,7 +1167,7 @@ impl<'a, 'm> FnCx<'a, 'm> {
                     for chunk in parts.chunks(MAX_RUN - 1) {
                         let mark = self.next;
                         let start = self.temps(chunk.len() + 1)?;
-                        self.emit(Op::Copy {
+                        self.emit(Op::Move {
                             dst: start,
                             src: acc,
                         });
@@ -1110,7 +1176,7 @@ impl<'a, 'm> FnCx<'a, 'm> {
                         self.emit(Op::Interp { dst: acc, start, n });
                         self.release(mark);
                     }
-                    self.emit(Op::Copy { dst, src: acc });
+                    self.emit(Op::Move { dst, src: acc });
                 }
             }
             Expr::Index { base, key, kind } => {
@@ -1783,6 +1849,7 @@ fn clear_list(p: &Proto) -> Option<Box<[u8]>> {
             // Writes only the parameters (listed), and keeps the proto.
             | Op::TailCallSelf { .. } => {}
             Op::Copy { dst, .. }
+            | Op::Move { dst, .. }
             | Op::LoadConst { dst, .. }
             | Op::GetGlobal { dst, .. }
             | Op::LoadCapture { dst, .. }
@@ -1806,7 +1873,7 @@ fn simple_regs(op: &Op) -> Option<[Option<Reg>; 3]> {
         | Op::LoadUnit { dst }
         | Op::GetGlobal { dst, .. }
         | Op::LoadCapture { dst, .. } => [Some(dst), None, None],
-        Op::Copy { dst, src } => [Some(dst), Some(src), None],
+        Op::Copy { dst, src } | Op::Move { dst, src } => [Some(dst), Some(src), None],
         Op::AddIntK { dst, lhs, .. }
         | Op::LtIntK { dst, lhs, .. }
         | Op::LeIntK { dst, lhs, .. }
@@ -1842,6 +1909,7 @@ fn dst_of(op: &mut Op) -> Option<&mut Reg> {
         | Op::LoadBool { dst, .. }
         | Op::LoadUnit { dst }
         | Op::Copy { dst, .. }
+        | Op::Move { dst, .. }
         | Op::GetGlobal { dst, .. }
         | Op::LoadCapture { dst, .. }
         | Op::AddIntK { dst, .. }

@@ -77,6 +77,10 @@ pub enum Op {
     LoadBool { dst: Reg, value: bool },
     /// `r[dst] := r[src]` (a clone: a refcount bump at most).
     Copy { dst: Reg, src: Reg },
+    /// `r[dst] := r[src]`, leaving `()` in `r[src]`: the last read of a
+    /// local, or a temporary handed on, so no second reference stays
+    /// behind.
+    Move { dst: Reg, src: Reg },
     /// `r[dst] := captures[idx]` of the running closure.
     LoadCapture { dst: Reg, idx: u32 },
     /// `r[dst] :=` member `member` of the running closure's recursive group,
@@ -199,10 +203,13 @@ pub enum Op {
 
     /// `r[dst] := [r[start..start+n]]`.
     MakeList { dst: Reg, start: Reg, n: u8 },
-    /// Appends `r[src]` to the list in `r[list]` (in place when unshared).
-    ListPush { list: Reg, src: Reg },
-    /// Appends the items of list `r[src]` to the list in `r[list]`.
-    ListExtend { list: Reg, src: Reg },
+    /// Appends `r[src]` to the list in `r[list]` (in place when unshared);
+    /// with `take`, leaves `()` in `r[src]`.
+    ListPush { list: Reg, src: Reg, take: bool },
+    /// Appends the items of list `r[src]` to the list in `r[list]` (an
+    /// empty `r[list]` becomes `r[src]` itself); with `take`, leaves `()`
+    /// in `r[src]`.
+    ListExtend { list: Reg, src: Reg, take: bool },
     /// `r[dst] :=` record of shape `shapes[shape]` with values
     /// `r[start..start+len]` in sorted key order.
     MakeRecord { dst: Reg, shape: u32, start: Reg },
@@ -210,14 +217,28 @@ pub enum Op {
     /// items of the list `r[list]`, in sorted key order (a literal with
     /// more fields than fit in consecutive registers).
     MakeRecordList { dst: Reg, shape: u32, list: Reg },
-    /// `r[rec] := r[rec]` with field `k[key]` set to `r[src]`.
-    RecordSet { rec: Reg, key: ConstIdx, src: Reg },
+    /// `r[rec] := r[rec]` with field `k[key]` set to `r[src]` (in place
+    /// when unshared); with `take`, leaves `()` in `r[src]`.
+    RecordSet {
+        rec: Reg,
+        key: ConstIdx,
+        src: Reg,
+        take: bool,
+    },
     /// `r[dst] := [:]`.
     MapNew { dst: Reg },
-    /// `r[map] := r[map]` with every entry of `r[src]` set (later wins).
-    MapSpread { map: Reg, src: Reg },
-    /// `r[map] := r[map]` with key `r[key]` (a String) set to `r[src]`.
-    MapInsert { map: Reg, key: Reg, src: Reg },
+    /// `r[map] := r[map]` with every entry of `r[src]` set (later wins; an
+    /// empty `r[map]` becomes `r[src]` itself); with `take`, leaves `()` in
+    /// `r[src]`.
+    MapSpread { map: Reg, src: Reg, take: bool },
+    /// `r[map] := r[map]` with key `r[key]` (a String) set to `r[src]` (in
+    /// place when unshared); with `take`, leaves `()` in `r[src]`.
+    MapInsert {
+        map: Reg,
+        key: Reg,
+        src: Reg,
+        take: bool,
+    },
     /// `r[dst] := `k[tag] r[payload]`.
     MakeVariant {
         dst: Reg,
@@ -532,7 +553,7 @@ impl Proto {
                 Op::LoadBool { dst, .. } => {
                     reg(dst)?;
                 }
-                Op::Copy { dst, src } => {
+                Op::Copy { dst, src } | Op::Move { dst, src } => {
                     reg(dst)?;
                     reg(src)?;
                 }
@@ -769,11 +790,11 @@ impl Proto {
                     run(start, usize::from(*n))?;
                     reg(dst)?;
                 }
-                Op::ListPush { list, src } => {
+                Op::ListPush { list, src, .. } => {
                     reg(list)?;
                     reg(src)?;
                 }
-                Op::ListExtend { list, src } => {
+                Op::ListExtend { list, src, .. } => {
                     reg(list)?;
                     reg(src)?;
                 }
@@ -791,7 +812,7 @@ impl Proto {
                     in_shapes(*shape)?;
                     reg(list)?;
                 }
-                Op::RecordSet { key, rec, src } => {
+                Op::RecordSet { key, rec, src, .. } => {
                     reg(rec)?;
                     konst(key.0 as usize)?;
                     reg(src)?;
@@ -799,11 +820,11 @@ impl Proto {
                 Op::MapNew { dst } => {
                     reg(dst)?;
                 }
-                Op::MapSpread { map, src } => {
+                Op::MapSpread { map, src, .. } => {
                     reg(map)?;
                     reg(src)?;
                 }
-                Op::MapInsert { key, map, src } => {
+                Op::MapInsert { key, map, src, .. } => {
                     reg(map)?;
                     reg(key)?;
                     reg(src)?;
@@ -1053,6 +1074,7 @@ impl Op {
             Op::LoadUnit { .. } => "load-unit",
             Op::LoadBool { .. } => "load-bool",
             Op::Copy { .. } => "copy",
+            Op::Move { .. } => "move",
             Op::LoadCapture { .. } => "load-capture",
             Op::LoadSibling { .. } => "load-sibling",
             Op::LoadBuiltin { .. } => "load-builtin",
@@ -1182,6 +1204,8 @@ impl Op {
                 .unwrap_or_default()
         };
         let bin = |d: &Reg, a: &Reg, b: &Reg| format!("{}, {}, {}", r(d), r(a), r(b));
+        // A source the instruction takes out of its register.
+        let taken = |take: bool| if take { " (taken)" } else { "" };
         let none = String::new;
         match self {
             Op::LoadConst { dst, k } => (format!("{}, k{}", r(dst), k.0), kc(k)),
@@ -1193,6 +1217,7 @@ impl Op {
             | Op::CaptureEnd { dst } => (r(dst), none()),
             Op::LoadBool { dst, value } => (format!("{}, {value}", r(dst)), none()),
             Op::Copy { dst, src }
+            | Op::Move { dst, src }
             | Op::NegInt { dst, src }
             | Op::NegFloat { dst, src }
             | Op::Neg { dst, src }
@@ -1258,8 +1283,8 @@ impl Op {
             Op::MakeList { dst, start, n } | Op::Interp { dst, start, n } => {
                 (format!("{}, {}", r(dst), range(start, *n)), none())
             }
-            Op::ListPush { list, src } | Op::ListExtend { list, src } => {
-                (format!("{}, {}", r(list), r(src)), none())
+            Op::ListPush { list, src, take } | Op::ListExtend { list, src, take } => {
+                (format!("{}, {}{}", r(list), r(src), taken(*take)), none())
             }
             Op::MakeRecord { dst, shape, start } => {
                 let keys = proto
@@ -1278,11 +1303,24 @@ impl Op {
             Op::MakeRecordList { dst, shape, list } => {
                 (format!("{}, shape{shape}, ...{}", r(dst), r(list)), none())
             }
-            Op::RecordSet { rec, key, src } => {
-                (format!("{}, k{}, {}", r(rec), key.0, r(src)), kc(key))
+            Op::RecordSet {
+                rec,
+                key,
+                src,
+                take,
+            } => (
+                format!("{}, k{}, {}{}", r(rec), key.0, r(src), taken(*take)),
+                kc(key),
+            ),
+            Op::MapSpread { map, src, take } => {
+                (format!("{}, {}{}", r(map), r(src), taken(*take)), none())
             }
-            Op::MapSpread { map, src } => (format!("{}, {}", r(map), r(src)), none()),
-            Op::MapInsert { map, key, src } => (bin(map, key, src), none()),
+            Op::MapInsert {
+                map,
+                key,
+                src,
+                take,
+            } => (format!("{}{}", bin(map, key, src), taken(*take)), none()),
             Op::MakeVariant { dst, tag, payload } => {
                 (format!("{}, k{}, {}", r(dst), tag.0, r(payload)), kc(tag))
             }

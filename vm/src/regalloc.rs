@@ -30,6 +30,20 @@
 //!   area: a list the frame keeps in one reserved register, read and
 //!   written with `spill-load`/`spill-store`, made by `spill-enter` at
 //!   function entry. Slots are reused like registers.
+//! - **Last uses.** [`last_uses`] finds the reads after which no path
+//!   through the function reads the local again, so the compiler can move
+//!   the value out of its register instead of copying it (a copy would
+//!   keep a second reference alive and defeat the in-place updates of
+//!   `value.rs`). It walks the body backwards, keeping the set of locals
+//!   some later statement reads. The two arms of an `if` and the arms of a
+//!   `case` are exclusive: each is walked from the set after the statement,
+//!   and the set before it is their union (undone and redone from a log,
+//!   so the cost is the number of reads times the nesting depth). Every
+//!   other nested block runs in sequence with what follows it: a `?`
+//!   chain's alternatives, a `try`'s handler and a `guard`'s cleanup can
+//!   run after a failure anywhere in the body, and a pipeline's stages are
+//!   walked as if in turn (a non-final stage runs on a copy of the locals,
+//!   so moving there never touches the function's own registers).
 //! - **Budget.** Home registers come from `0..budget`; the compiler's
 //!   temporaries sit above them, up to register 255. If the temporaries of
 //!   some statement do not fit, the compiler retries the function with a
@@ -37,9 +51,9 @@
 //!   capture count is ever refused.
 
 use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::{BinaryHeap, HashMap};
 
-use ral_ir::{Block, ExecHead, Expr, Func, InterpPart, LocalId, MapPart, Operand, Part, Pat};
+use ral_ir::{Block, ExecHead, Expr, Func, InterpPart, LocalId, MapPart, Operand, Part, Pat, Stmt};
 
 /// Where a local lives.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -468,6 +482,341 @@ impl Walk {
             | Expr::CallSpread { .. }
             | Expr::Force { .. }
             | Expr::Exec { .. } => {}
+        }
+    }
+}
+
+/// The reads of locals that are last on every path from them (see the
+/// module docs), by statement and by block result.
+#[derive(Debug, Default)]
+pub(crate) struct LastUses {
+    /// A statement without nested blocks (by address) → the locals it
+    /// reads for the last time, each read exactly once by it.
+    stmts: HashMap<usize, Vec<LocalId>>,
+    /// A block (by address) → its result, when that read is the last.
+    results: HashMap<usize, Option<LocalId>>,
+}
+
+impl LastUses {
+    /// The locals statement `s` may move out of their registers.
+    pub(crate) fn of_stmt(&self, s: &Stmt) -> &[LocalId] {
+        self.stmts
+            .get(&(s as *const Stmt as usize))
+            .map_or(&[], Vec::as_slice)
+    }
+
+    /// The result local of `b`, when reading it is its last use.
+    pub(crate) fn of_result(&self, b: &Block) -> Option<LocalId> {
+        self.results
+            .get(&(b as *const Block as usize))
+            .copied()
+            .flatten()
+    }
+}
+
+/// The last uses of `f`'s locals.
+pub(crate) fn last_uses(f: &Func) -> LastUses {
+    let mut w = Back {
+        live: vec![false; f.n_locals as usize],
+        log: Vec::new(),
+        out: LastUses::default(),
+    };
+    w.block(&f.body);
+    w.out
+}
+
+/// The backward walk of [`last_uses`].
+struct Back {
+    /// Whether some statement after the current point reads the local.
+    live: Vec<bool>,
+    /// The locals made live, in order (to undo an exclusive arm's).
+    log: Vec<u32>,
+    out: LastUses,
+}
+
+impl Back {
+    fn is_live(&self, l: LocalId) -> bool {
+        self.live.get(l.0 as usize).copied().unwrap_or(true)
+    }
+
+    fn mark(&mut self, l: LocalId) {
+        if let Some(x) = self.live.get_mut(l.0 as usize) {
+            if !*x {
+                *x = true;
+                self.log.push(l.0);
+            }
+        }
+    }
+
+    fn block(&mut self, b: &Block) {
+        if let Operand::Local(l) = &b.result {
+            let last = (!self.is_live(*l)).then_some(*l);
+            // A block compiled twice (a `guard`'s cleanup) is walked twice:
+            // its result moves only if it is last both times.
+            let key = b as *const Block as usize;
+            let v = match self.out.results.get(&key) {
+                Some(prev) if *prev != last => None,
+                _ => last,
+            };
+            self.out.results.insert(key, v);
+            self.mark(*l);
+        }
+        for s in b.stmts.iter().rev() {
+            self.stmt(s);
+        }
+    }
+
+    fn stmt(&mut self, s: &Stmt) {
+        let mut reads: Vec<LocalId> = Vec::new();
+        direct_reads(&s.expr, &mut |l| reads.push(l));
+        if has_nested(&s.expr) {
+            // What the statement reads it reads before its blocks run; it
+            // moves nothing itself.
+            self.nested(&s.expr);
+            for l in reads {
+                self.mark(l);
+            }
+            return;
+        }
+        let last: Vec<LocalId> = reads
+            .iter()
+            .filter(|l| !self.is_live(**l) && reads.iter().filter(|m| m == l).count() == 1)
+            .copied()
+            .collect();
+        let key = s as *const Stmt as usize;
+        let last = match self.out.stmts.get(&key) {
+            // Walked before (a `guard`'s cleanup): keep what both agree on.
+            Some(prev) => last.into_iter().filter(|l| prev.contains(l)).collect(),
+            None => last,
+        };
+        self.out.stmts.insert(key, last);
+        for l in reads {
+            self.mark(l);
+        }
+    }
+
+    /// Blocks of which exactly one runs.
+    fn exclusive<'b>(&mut self, blocks: impl Iterator<Item = &'b Block>) {
+        let mark = self.log.len();
+        let mut union: Vec<u32> = Vec::new();
+        for b in blocks {
+            self.block(b);
+            for &l in self.log.get(mark..).unwrap_or_default() {
+                union.push(l);
+                if let Some(x) = self.live.get_mut(l as usize) {
+                    *x = false;
+                }
+            }
+            self.log.truncate(mark);
+        }
+        for l in union {
+            self.mark(LocalId(l));
+        }
+    }
+
+    fn nested(&mut self, e: &Expr) {
+        match e {
+            Expr::If {
+                then, otherwise, ..
+            } => self.exclusive([then, otherwise].into_iter()),
+            Expr::Case { arms, .. } => self.exclusive(arms.iter().map(|a| &a.body)),
+            Expr::Chain(bs) | Expr::Pipeline(bs) => {
+                for b in bs.iter().rev() {
+                    self.block(b);
+                }
+            }
+            Expr::Try { body, handler, .. } => {
+                self.block(handler);
+                self.block(body);
+            }
+            Expr::Guard { body, cleanup } => {
+                // Compiled twice: after the body, and where a failure lands.
+                self.block(cleanup);
+                self.block(cleanup);
+                self.block(body);
+            }
+            Expr::Within { body, .. }
+            | Expr::Grant { body, .. }
+            | Expr::Audit { body }
+            | Expr::Redirected { body, .. }
+            | Expr::Capture(body) => self.block(body),
+            Expr::Value(_)
+            | Expr::Define { .. }
+            | Expr::Destructure { .. }
+            | Expr::MakeList(_)
+            | Expr::MakeRecord { .. }
+            | Expr::MakeMap(_)
+            | Expr::MakeVariant { .. }
+            | Expr::MakeClosure { .. }
+            | Expr::MakeRecGroup { .. }
+            | Expr::Interp(_)
+            | Expr::Index { .. }
+            | Expr::Arith { .. }
+            | Expr::Neg { .. }
+            | Expr::Not(_)
+            | Expr::Compare { .. }
+            | Expr::Equal { .. }
+            | Expr::Call { .. }
+            | Expr::CallSpread { .. }
+            | Expr::Force { .. }
+            | Expr::Exec { .. } => {}
+        }
+    }
+}
+
+/// Whether `e` has blocks of its own.
+fn has_nested(e: &Expr) -> bool {
+    match e {
+        Expr::If { .. }
+        | Expr::Case { .. }
+        | Expr::Chain(_)
+        | Expr::Pipeline(_)
+        | Expr::Try { .. }
+        | Expr::Guard { .. }
+        | Expr::Within { .. }
+        | Expr::Grant { .. }
+        | Expr::Audit { .. }
+        | Expr::Redirected { .. }
+        | Expr::Capture(_) => true,
+        Expr::Value(_)
+        | Expr::Define { .. }
+        | Expr::Destructure { .. }
+        | Expr::MakeList(_)
+        | Expr::MakeRecord { .. }
+        | Expr::MakeMap(_)
+        | Expr::MakeVariant { .. }
+        | Expr::MakeClosure { .. }
+        | Expr::MakeRecGroup { .. }
+        | Expr::Interp(_)
+        | Expr::Index { .. }
+        | Expr::Arith { .. }
+        | Expr::Neg { .. }
+        | Expr::Not(_)
+        | Expr::Compare { .. }
+        | Expr::Equal { .. }
+        | Expr::Call { .. }
+        | Expr::CallSpread { .. }
+        | Expr::Force { .. }
+        | Expr::Exec { .. } => false,
+    }
+}
+
+/// Every local `e` reads directly (not in its nested blocks), once per
+/// mention.
+fn direct_reads(e: &Expr, f: &mut impl FnMut(LocalId)) {
+    let mut op = |o: &Operand| {
+        if let Operand::Local(l) = o {
+            f(*l);
+        }
+    };
+    match e {
+        Expr::Value(o) | Expr::Not(o) => op(o),
+        Expr::Define { value, .. } | Expr::Destructure { value, .. } => op(value),
+        Expr::MakeList(parts) => {
+            for p in parts {
+                match p {
+                    Part::One(o) | Part::Spread(o) => op(o),
+                }
+            }
+        }
+        Expr::MakeRecord { base, fields } => {
+            if let Some(b) = base {
+                op(b);
+            }
+            for (_, o) in fields {
+                op(o);
+            }
+        }
+        Expr::MakeMap(parts) => {
+            for p in parts {
+                match p {
+                    MapPart::Entry { key, value } => {
+                        op(key);
+                        op(value);
+                    }
+                    MapPart::Spread(o) => op(o),
+                }
+            }
+        }
+        Expr::MakeVariant { payload, .. } => {
+            if let Some(o) = payload {
+                op(o);
+            }
+        }
+        Expr::MakeClosure { captures, .. } | Expr::MakeRecGroup { captures, .. } => {
+            for c in captures {
+                op(c);
+            }
+        }
+        Expr::Interp(parts) => {
+            for p in parts {
+                match p {
+                    InterpPart::Value(o) => op(o),
+                    InterpPart::Text(_) | InterpPart::Home => {}
+                }
+            }
+        }
+        Expr::Index { base, key, .. } => {
+            op(base);
+            op(key);
+        }
+        Expr::Arith { lhs, rhs, .. }
+        | Expr::Compare { lhs, rhs, .. }
+        | Expr::Equal { lhs, rhs, .. } => {
+            op(lhs);
+            op(rhs);
+        }
+        Expr::Neg { operand, .. } => op(operand),
+        Expr::Call { func, args, .. } => {
+            op(func);
+            for a in args {
+                op(a);
+            }
+        }
+        Expr::CallSpread { func, args, .. } => {
+            op(func);
+            for p in args {
+                match p {
+                    Part::One(o) | Part::Spread(o) => op(o),
+                }
+            }
+        }
+        Expr::Force { thunk, .. } => op(thunk),
+        Expr::Exec {
+            head,
+            args,
+            redirects,
+        } => {
+            if let ExecHead::Path(o) = head {
+                op(o);
+            }
+            for p in args {
+                match p {
+                    Part::One(o) | Part::Spread(o) => op(o),
+                }
+            }
+            redirect_reads(redirects, &mut op);
+        }
+        Expr::If { cond, .. } => op(cond),
+        Expr::Case { scrutinee, .. } => op(scrutinee),
+        Expr::Within { options, .. } => op(options),
+        Expr::Grant { caps, .. } => op(caps),
+        Expr::Redirected { redirects, .. } => redirect_reads(redirects, &mut op),
+        Expr::Chain(_)
+        | Expr::Pipeline(_)
+        | Expr::Try { .. }
+        | Expr::Guard { .. }
+        | Expr::Audit { .. }
+        | Expr::Capture(_) => {}
+    }
+}
+
+fn redirect_reads(rs: &[ral_ir::Redirect], op: &mut impl FnMut(&Operand)) {
+    use ral_ir::RedirectKind as K;
+    for r in rs {
+        match &r.kind {
+            K::Write(o) | K::Stream(o) | K::Append(o) | K::Read(o) | K::Here(o) => op(o),
+            K::ErrToOut | K::Dup(_) => {}
         }
     }
 }

@@ -65,8 +65,10 @@ pub fn fold(ctx: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
     let mut acc = arg(args, 1)?.clone();
     for x in list_arg(args, 2)?.iter() {
         ctx.poll()?;
-        let pair = [acc, x.clone()];
-        acc = ctx.call(f, &pair)?;
+        // The accumulator is handed over, not kept: the callback may be
+        // its only holder and update it in place.
+        let mut pair = [acc, x.clone()];
+        acc = ctx.call_owned(f, &mut pair)?;
     }
     Ok(acc)
 }
@@ -206,14 +208,7 @@ pub fn is_empty(_: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
 /// `keys m`: the keys, sorted (shared, not copied).
 pub fn keys(_: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
     let r = record_arg(args, 0)?;
-    Ok(Value::list(
-        r.keys()
-            .as_slice()
-            .iter()
-            .cloned()
-            .map(Value::Str)
-            .collect(),
-    ))
+    Ok(Value::list(r.keys().cloned().map(Value::Str).collect()))
 }
 
 /// `has m key`.

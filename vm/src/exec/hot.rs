@@ -217,6 +217,12 @@ impl Vm {
                         set!(dst, v);
                     }
                 }
+                Op::Move { dst, src } => {
+                    if dst != src {
+                        let v = std::mem::take(win.get_mut(src));
+                        set!(dst, v);
+                    }
+                }
                 Op::LoadCapture { dst, idx } => {
                     let v = match frames[fi].env.as_deref() {
                         Some(Func::Closure { captures, .. }) => captures.get(idx as usize).cloned(),
