@@ -258,6 +258,30 @@ struct FnCx<'a, 'm> {
     /// The locals the statement being compiled reads for the last time:
     /// [`FnCx::load`] moves them instead of copying.
     moving: Vec<ral_ir::LocalId>,
+    /// The fields of the statement's record operand nothing reads again
+    /// ([`regalloc::StmtLast::fields`]): indexing takes them out.
+    fields: Vec<Arc<str>>,
+}
+
+/// Which parts of a pattern's source nothing reads after the pattern, so
+/// the instructions that extract them may take them out.
+#[derive(Clone, Debug)]
+enum Takes {
+    All,
+    Fields(Vec<Arc<str>>),
+}
+
+impl Takes {
+    fn all(&self) -> bool {
+        matches!(self, Takes::All)
+    }
+
+    fn field(&self, k: &str) -> bool {
+        match self {
+            Takes::All => true,
+            Takes::Fields(fs) => fs.iter().any(|f| &**f == k),
+        }
+    }
 }
 
 type R<T> = Result<T, CompileError>;
@@ -348,6 +372,7 @@ impl<'a, 'm> FnCx<'a, 'm> {
             span: f.span,
             last,
             moving: Vec::new(),
+            fields: Vec::new(),
         };
         if let Some(area) = cx.spill {
             cx.emit(Op::SpillEnter {
@@ -391,6 +416,7 @@ impl<'a, 'm> FnCx<'a, 'm> {
             span: self.span,
             last: self.last.clone(),
             moving: Vec::new(),
+            fields: Vec::new(),
         };
         for st in &b.stmts {
             cx.stmt(st)?;
@@ -792,10 +818,15 @@ impl<'a, 'm> FnCx<'a, 'm> {
             Some(l) => self.def_reg(l)?,
             None => (self.temp()?, None),
         };
-        let moving = self.last.of_stmt(s).to_vec();
+        let (moving, fields) = match self.last.of_stmt(s) {
+            Some(l) => (l.moves.clone(), l.fields.clone()),
+            None => (Vec::new(), Vec::new()),
+        };
         let saved = std::mem::replace(&mut self.moving, moving);
+        let saved_fields = std::mem::replace(&mut self.fields, fields);
         let r = self.expr(&s.expr, dst);
         self.moving = saved;
+        self.fields = saved_fields;
         r?;
         self.store_def(dst, slot)?;
         self.release(mark);
@@ -981,8 +1012,18 @@ impl<'a, 'm> FnCx<'a, 'm> {
                 self.emit(Op::LoadUnit { dst });
             }
             Expr::Destructure { value, pattern } => {
+                let takes = if let Operand::Local(l) = value {
+                    if self.moving.contains(l) {
+                        Takes::All
+                    } else {
+                        Takes::Fields(self.fields.clone())
+                    }
+                } else {
+                    // A fresh temporary, dead after the pattern.
+                    Takes::All
+                };
                 let src = self.operand_reg(value)?;
-                self.pattern(src, pattern)?;
+                self.pattern(src, pattern, &takes)?;
                 self.emit(Op::LoadUnit { dst });
             }
             Expr::MakeList(parts) => {
@@ -1180,23 +1221,47 @@ impl<'a, 'm> FnCx<'a, 'm> {
                 }
             }
             Expr::Index { base, key, kind } => {
+                // The element may be taken out of its container when
+                // nothing reads the container (or that field of it) again.
+                let take = matches!(base, Operand::Local(l) if self.moving.contains(l));
                 let b = self.operand_reg(base)?;
                 match kind {
                     IndexKind::Field(name) => {
+                        let take = take || self.fields.iter().any(|f| f == name);
                         let key = self.str_const(name)?;
-                        self.emit(Op::IndexField { dst, base: b, key });
+                        self.emit(Op::IndexField {
+                            dst,
+                            base: b,
+                            key,
+                            take,
+                        });
                     }
                     IndexKind::List => {
                         let key = self.operand_reg(key)?;
-                        self.emit(Op::IndexList { dst, base: b, key });
+                        self.emit(Op::IndexList {
+                            dst,
+                            base: b,
+                            key,
+                            take,
+                        });
                     }
                     IndexKind::Map => {
                         let key = self.operand_reg(key)?;
-                        self.emit(Op::IndexMap { dst, base: b, key });
+                        self.emit(Op::IndexMap {
+                            dst,
+                            base: b,
+                            key,
+                            take,
+                        });
                     }
                     IndexKind::Dynamic => {
                         let key = self.operand_reg(key)?;
-                        self.emit(Op::IndexDyn { dst, base: b, key });
+                        self.emit(Op::IndexDyn {
+                            dst,
+                            base: b,
+                            key,
+                            take,
+                        });
                     }
                 }
             }
@@ -1705,11 +1770,17 @@ impl<'a, 'm> FnCx<'a, 'm> {
         Ok(())
     }
 
-    fn pattern(&mut self, src: Reg, pat: &Pat) -> R<()> {
+    /// Binds `pat` from the value in `src`; `takes` says what of the value
+    /// nothing reads afterwards (what the extracting instructions may take
+    /// out of a value held only by `src`).
+    fn pattern(&mut self, src: Reg, pat: &Pat, takes: &Takes) -> R<()> {
         match pat {
             Pat::Wildcard => {}
             Pat::Bind(l) => match self.home(*l)? {
                 Home::Reg(r) if Reg(r) == src => {}
+                Home::Reg(r) if takes.all() => {
+                    self.emit(Op::Move { dst: Reg(r), src });
+                }
                 Home::Reg(r) => {
                     self.emit(Op::Copy { dst: Reg(r), src });
                 }
@@ -1726,6 +1797,7 @@ impl<'a, 'm> FnCx<'a, 'm> {
                     n,
                     rest: rest.is_some(),
                 });
+                let take = takes.all();
                 for (i, p) in items.iter().enumerate() {
                     let mark = self.next;
                     let idx = i as u32;
@@ -1733,13 +1805,25 @@ impl<'a, 'm> FnCx<'a, 'm> {
                         Pat::Wildcard => continue,
                         Pat::Bind(l) => {
                             let (dst, slot) = self.def_reg(*l)?;
-                            self.emit(Op::ListAt { dst, src, idx });
+                            self.emit(Op::ListAt {
+                                dst,
+                                src,
+                                idx,
+                                take,
+                            });
                             self.store_def(dst, slot)?;
                         }
                         Pat::List { .. } | Pat::Fields(_) => {
                             let dst = self.temp()?;
-                            self.emit(Op::ListAt { dst, src, idx });
-                            self.pattern(dst, p)?;
+                            self.emit(Op::ListAt {
+                                dst,
+                                src,
+                                idx,
+                                take,
+                            });
+                            // The temporary is read by the nested pattern
+                            // alone.
+                            self.pattern(dst, p, &Takes::All)?;
                         }
                     }
                     self.release(mark);
@@ -1753,9 +1837,15 @@ impl<'a, 'm> FnCx<'a, 'm> {
                 }
             }
             Pat::Fields(fields) => {
+                // A field named twice is read twice: take neither.
+                let distinct = fields
+                    .iter()
+                    .enumerate()
+                    .all(|(i, (k, _))| fields[..i].iter().all(|(j, _)| j != k));
                 for (k, p) in fields {
                     let mark = self.next;
                     let key = self.str_const(k)?;
+                    let take = distinct && takes.field(k) && !matches!(p, Pat::Wildcard);
                     match p {
                         Pat::Bind(l) => {
                             let (dst, slot) = self.def_reg(*l)?;
@@ -1763,6 +1853,7 @@ impl<'a, 'm> FnCx<'a, 'm> {
                                 dst,
                                 base: src,
                                 key,
+                                take,
                             });
                             self.store_def(dst, slot)?;
                         }
@@ -1772,8 +1863,9 @@ impl<'a, 'm> FnCx<'a, 'm> {
                                 dst,
                                 base: src,
                                 key,
+                                take,
                             });
-                            self.pattern(dst, p)?;
+                            self.pattern(dst, p, &Takes::All)?;
                         }
                     }
                     self.release(mark);

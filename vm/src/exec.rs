@@ -1924,25 +1924,47 @@ impl Vm {
                     set!(dst, Value::str(out));
                 }
 
-                Op::IndexList { dst, base: b, key } | Op::IndexDyn { dst, base: b, key }
-                    if matches!((&r!(b), &r!(key)), (Value::List(_), Value::Int(_))) =>
-                {
-                    let v = match (&r!(b), &r!(key)) {
-                        (Value::List(items), Value::Int(i)) => {
-                            usize::try_from(*i).ok().and_then(|i| items.get(i)).cloned()
-                        }
-                        _ => None,
+                Op::IndexList {
+                    dst,
+                    base: b,
+                    key,
+                    take,
+                }
+                | Op::IndexDyn {
+                    dst,
+                    base: b,
+                    key,
+                    take,
+                } if matches!((&r!(b), &r!(key)), (Value::List(_), Value::Int(_))) => {
+                    let i = if let Value::Int(i) = r!(key) {
+                        usize::try_from(i).ok()
+                    } else {
+                        None
                     };
+                    let v = i.and_then(|i| r!(b).element(i, take));
                     match v {
                         Some(v) => set!(dst, v),
                         None => tri!(Err(index_error(&r!(b), &r!(key)))),
                     }
                 }
-                Op::IndexMap { dst, base: b, key } | Op::IndexDyn { dst, base: b, key } => {
-                    let v = match (&r!(b), &r!(key)) {
-                        (Value::Record(m), Value::Str(k)) => m.get(k).cloned(),
-                        _ => None,
+                Op::IndexMap {
+                    dst,
+                    base: b,
+                    key,
+                    take,
+                }
+                | Op::IndexDyn {
+                    dst,
+                    base: b,
+                    key,
+                    take,
+                } => {
+                    let k = if let Value::Str(k) = &r!(key) {
+                        Some(k.clone())
+                    } else {
+                        None
                     };
+                    let v = k.and_then(|k| r!(b).field(&k, take));
                     match v {
                         Some(v) => set!(dst, v),
                         None => tri!(Err(index_error(&r!(b), &r!(key)))),
@@ -1951,10 +1973,16 @@ impl Vm {
                 Op::IndexList { base: b, key, .. } => {
                     tri!(Err(index_error(&r!(b), &r!(key))))
                 }
-                Op::IndexField { dst, base: b, key } => {
-                    let v = match (&r!(b), &proto.consts[key.0 as usize]) {
-                        (Value::Record(m), Value::Str(k)) => m.get(k).cloned(),
-                        _ => None,
+                Op::IndexField {
+                    dst,
+                    base: b,
+                    key,
+                    take,
+                } => {
+                    let v = if let Value::Str(k) = &proto.consts[key.0 as usize] {
+                        r!(b).field(k, take)
+                    } else {
+                        None
                     };
                     match v {
                         Some(v) => set!(dst, v),
@@ -1971,12 +1999,13 @@ impl Vm {
                         tri!(Err(pattern_error(&r!(src), n, rest)));
                     }
                 }
-                Op::ListAt { dst, src, idx } => {
-                    let v = if let Value::List(items) = &r!(src) {
-                        items.get(idx as usize).cloned()
-                    } else {
-                        None
-                    };
+                Op::ListAt {
+                    dst,
+                    src,
+                    idx,
+                    take,
+                } => {
+                    let v = r!(src).element(idx as usize, take);
                     set!(dst, v.unwrap_or_default());
                 }
                 Op::ListFrom { dst, src, from } => {

@@ -262,18 +262,47 @@ pub enum Op {
     Interp { dst: Reg, start: Reg, n: u8 },
 
     /// `r[dst] := r[base][r[key]]` on a List by Int; out of range fails.
-    IndexList { dst: Reg, base: Reg, key: Reg },
+    /// With `take` (nothing reads that element of `r[base]` again), the
+    /// element is taken out of a list held only by `r[base]` instead of
+    /// copied; likewise for the other indexing instructions.
+    IndexList {
+        dst: Reg,
+        base: Reg,
+        key: Reg,
+        take: bool,
+    },
     /// `r[dst] := r[base].k[key]`; a missing field fails.
-    IndexField { dst: Reg, base: Reg, key: ConstIdx },
+    IndexField {
+        dst: Reg,
+        base: Reg,
+        key: ConstIdx,
+        take: bool,
+    },
     /// `r[dst] := r[base][r[key]]` on a map by String; a missing key fails.
-    IndexMap { dst: Reg, base: Reg, key: Reg },
+    IndexMap {
+        dst: Reg,
+        base: Reg,
+        key: Reg,
+        take: bool,
+    },
     /// `r[dst] := r[base][r[key]]` by the run-time kinds.
-    IndexDyn { dst: Reg, base: Reg, key: Reg },
+    IndexDyn {
+        dst: Reg,
+        base: Reg,
+        key: Reg,
+        take: bool,
+    },
     /// Fails unless `r[src]` is a List of exactly `n` items (at least `n`
     /// when `rest`).
     MatchList { src: Reg, n: u32, rest: bool },
-    /// `r[dst] := r[src][idx]` (shape already checked by `MatchList`).
-    ListAt { dst: Reg, src: Reg, idx: u32 },
+    /// `r[dst] := r[src][idx]` (shape already checked by `MatchList`);
+    /// `take` as for `IndexList`.
+    ListAt {
+        dst: Reg,
+        src: Reg,
+        idx: u32,
+        take: bool,
+    },
     /// `r[dst] := r[src][from..]`.
     ListFrom { dst: Reg, src: Reg, from: u32 },
 
@@ -850,22 +879,22 @@ impl Proto {
                     run(start, usize::from(*n))?;
                     reg(dst)?;
                 }
-                Op::IndexList { base, dst, key } => {
+                Op::IndexList { base, dst, key, .. } => {
                     reg(dst)?;
                     reg(base)?;
                     reg(key)?;
                 }
-                Op::IndexField { base, dst, key } => {
+                Op::IndexField { base, dst, key, .. } => {
                     reg(dst)?;
                     reg(base)?;
                     konst(key.0 as usize)?;
                 }
-                Op::IndexMap { base, dst, key } => {
+                Op::IndexMap { base, dst, key, .. } => {
                     reg(dst)?;
                     reg(base)?;
                     reg(key)?;
                 }
-                Op::IndexDyn { base, dst, key } => {
+                Op::IndexDyn { base, dst, key, .. } => {
                     reg(dst)?;
                     reg(base)?;
                     reg(key)?;
@@ -1334,17 +1363,46 @@ impl Op {
             Op::MakeClosureList { dst, list, proto } => {
                 (format!("{}, p{proto}, ...{}", r(dst), r(list)), none())
             }
-            Op::IndexList { dst, base, key }
-            | Op::IndexMap { dst, base, key }
-            | Op::IndexDyn { dst, base, key } => (bin(dst, base, key), none()),
-            Op::IndexField { dst, base, key } => {
-                (format!("{}, {}, k{}", r(dst), r(base), key.0), kc(key))
+            Op::IndexList {
+                dst,
+                base,
+                key,
+                take,
             }
+            | Op::IndexMap {
+                dst,
+                base,
+                key,
+                take,
+            }
+            | Op::IndexDyn {
+                dst,
+                base,
+                key,
+                take,
+            } => (format!("{}{}", bin(dst, base, key), taken(*take)), none()),
+            Op::IndexField {
+                dst,
+                base,
+                key,
+                take,
+            } => (
+                format!("{}, {}, k{}{}", r(dst), r(base), key.0, taken(*take)),
+                kc(key),
+            ),
             Op::MatchList { src, n, rest } => (
                 format!("{}, {n}{}", r(src), if *rest { "+" } else { "" }),
                 none(),
             ),
-            Op::ListAt { dst, src, idx } => (format!("{}, {}, {idx}", r(dst), r(src)), none()),
+            Op::ListAt {
+                dst,
+                src,
+                idx,
+                take,
+            } => (
+                format!("{}, {}, {idx}{}", r(dst), r(src), taken(*take)),
+                none(),
+            ),
             Op::ListFrom { dst, src, from } => {
                 (format!("{}, {}, {from}..", r(dst), r(src)), none())
             }

@@ -140,6 +140,36 @@ impl Value {
         }
     }
 
+    /// Element `i` of a list: taken out (leaving `()`) when `take` and
+    /// this is the list's only reference, else a copy. `None` when this is
+    /// not a list or `i` is out of range.
+    pub fn element(&mut self, i: usize, take: bool) -> Option<Value> {
+        let Value::List(items) = self else {
+            return None;
+        };
+        if take {
+            if let Some(items) = Arc::get_mut(items) {
+                return items.get_mut(i).map(std::mem::take);
+            }
+        }
+        items.get(i).cloned()
+    }
+
+    /// The value under `key` of a record or map: taken out (leaving `()`)
+    /// when `take` and this is the record's only reference, else a copy.
+    /// `None` when this is not a record or has no such key.
+    pub fn field(&mut self, key: &str, take: bool) -> Option<Value> {
+        let Value::Record(r) = self else {
+            return None;
+        };
+        if take {
+            if let Some(r) = Arc::get_mut(r) {
+                return r.get_mut(key).map(std::mem::take);
+            }
+        }
+        r.get(key).cloned()
+    }
+
     /// Structural equality on data (§4.8). Functions and handles, which the
     /// checker never lets a program compare, compare by identity.
     pub fn equal(&self, other: &Value) -> bool {

@@ -122,3 +122,51 @@ fn a_guard_cleanup_compiled_twice_takes_only_what_both_copies_may() {
     assert_eq!(spreads.len(), 1, "{code:#?}");
     assert!(!spreads[0].contains("taken"), "{code:#?}");
 }
+
+#[test]
+fn a_field_nothing_reads_again_is_taken_from_its_record() {
+    // `acc[m]` is read once and `acc` is read afterwards only for `n`:
+    // the map is taken out of the accumulator, so the spread can update
+    // it in place.
+    let code = bytecode(
+        "let r = fold { |acc w|\n  let m = [:, ...$acc[m], $w: 1]\n  [m: $m, n: $[$acc[n] + 1]]\n} [m: [:], n: 0] [a, b]\n",
+    );
+    let fields = lines_of(&code, "index-field");
+    let m = fields
+        .iter()
+        .find(|l| l.contains("'m'"))
+        .expect("the read of acc[m]");
+    assert!(m.contains("(taken)"), "{code:#?}");
+}
+
+#[test]
+fn a_field_read_again_is_not_taken() {
+    let code = bytecode(
+        "let f = { |r|\n  let a = $r[x]\n  let b = $r[x]\n  [...$a, ...$b]\n}\necho !{to-json !{f [x: [1]]}}\n",
+    );
+    let fields = lines_of(&code, "index-field");
+    assert_eq!(fields.len(), 2, "{code:#?}");
+    assert!(!fields[0].contains("taken"), "{code:#?}");
+    assert!(fields[1].contains("(taken)"), "{code:#?}");
+}
+
+#[test]
+fn a_field_read_before_a_whole_read_in_a_branch_is_not_taken() {
+    let code = bytecode(
+        "let f = { |r flag|\n  let a = $r[x]\n  if $flag { $a } else { [...$a, ...!{map { |v| $v } $r[y]}] }\n}\necho !{to-json !{f [x: [1], y: [2]] true}}\n",
+    );
+    // `r[x]` is read once, and later only `r[y]`: taken. Had the branch
+    // read `r` whole, it would not be.
+    let fields = lines_of(&code, "index-field");
+    assert!(
+        fields
+            .iter()
+            .any(|l| l.contains("'x'") && l.contains("(taken)")),
+        "{code:#?}"
+    );
+    let whole = bytecode(
+        "let f = { |r flag|\n  let a = $r[x]\n  if $flag { $a } else { [...$a, ...!{map { |v| $v[0] } [$r[y]]}] }\n  to-json $r\n}\necho !{f [x: [1], y: [2]] true}\n",
+    );
+    let fields = lines_of(&whole, "index-field");
+    assert!(fields.iter().all(|l| !l.contains("taken")), "{whole:#?}");
+}

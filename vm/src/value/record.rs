@@ -318,6 +318,14 @@ impl Record {
         }
     }
 
+    /// The value under `key`, to change in place.
+    pub fn get_mut(&mut self, key: &str) -> Option<&mut Value> {
+        match &mut self.0 {
+            Repr::Small { keys, vals } => keys.slot(key).and_then(|i| vals.get_mut(i)),
+            Repr::Dict(d) => d.map.get_mut(key),
+        }
+    }
+
     /// The stored key equal to `key`, and its value.
     pub fn get_entry(&self, key: &str) -> Option<(&Key, &Value)> {
         match &self.0 {
