@@ -262,7 +262,7 @@ pub fn pins_running_work_by(value: &Value, is_running: &dyn Fn(&Handle) -> bool)
                 }
             }
             Value::List(items) => stack.extend(items.iter()),
-            Value::Record(r) => stack.extend(r.values().iter()),
+            Value::Record(r) => stack.extend(r.values()),
             Value::Variant(var) => stack.extend(var.payload.as_ref()),
             Value::Unit
             | Value::Bool(_)

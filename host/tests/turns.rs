@@ -72,6 +72,45 @@ fn bindings_and_their_types_persist_across_turns() {
 }
 
 #[test]
+fn session_bindings_are_never_updated_in_place() {
+    // Updates in place (value.rs) happen only where the VM holds the only
+    // reference; a session binding is held by the scope, so every update
+    // of one, in a later turn, in a fold seeded with it, or in a function
+    // it is passed to, copies.
+    let mut shell = Shell::default();
+    let first = turn(
+        &mut shell,
+        "let m = fold { |acc i| let k = \"k$i\"; [:, ...$acc, $k: $i] } [:] !{range 0 40}\n\
+         let r = [a: 1, b: [1, 2]]\n\
+         let xs = [1, 2]\n\
+         return $m",
+    );
+    let held = value(&first);
+    let grow = turn(
+        &mut shell,
+        "let m2 = [:, ...$m, new: 1]\n\
+         let m3 = fold { |acc i| let k = \"x$i\"; [:, ...$acc, $k: $i] } $m !{range 0 5}\n\
+         let add = { |acc| [:, ...$acc, other: 2] }\n\
+         let m4 = add $m\n\
+         let r2 = [...$r, a: 2]\n\
+         let xs2 = [...$xs, 3]\n\
+         echo !{length $m2} !{length $m3} !{length $m4} $r2[a] !{length $xs2}",
+    );
+    assert_eq!(stdout(&grow), "41 45 41 2 3\n");
+    let after = turn(
+        &mut shell,
+        "echo !{length $m} !{has $m new} !{has $m x0} !{has $m other} $r[a] !{length $xs}",
+    );
+    assert_eq!(stdout(&after), "40 false false false 1 2\n");
+    // The value the host was handed is unchanged too.
+    let Value::Record(m) = held else {
+        panic!("expected a map, got {held:?}")
+    };
+    assert_eq!(m.len(), 40);
+    assert!(!m.has("new") && !m.has("x0") && !m.has("other"));
+}
+
+#[test]
 fn static_turns_classify_and_render() {
     let mut shell = Shell::default();
     let r = turn(&mut shell, "let x = [1, 2");

@@ -15,6 +15,12 @@
 //!   `interp`). When a statement's temporaries do not fit above the homes,
 //!   the function is compiled again with a smaller home budget. Constant,
 //!   shape, capture and list-pattern indices are 32-bit.
+//! - **Moves at last use.** A local read for the last time on every path
+//!   ([`regalloc::last_uses`]) is moved out of its register (`move`, or
+//!   the `take` flag of the instructions that put a value into a
+//!   collection), and a literal built in a temporary is moved into its
+//!   destination, so no dead register keeps a second reference to a value
+//!   the VM may then update in place (`value.rs`).
 //! - **Constants** are deduplicated per proto; Ints that fit `i32` become
 //!   immediates.
 //! - **Typed ops** where the IR's [`NumKind`]/[`OrdKind`] fix the kind;
@@ -246,6 +252,36 @@ struct FnCx<'a, 'm> {
     /// Whether this is a pipeline stage's proto (not its function's own).
     is_stage: bool,
     span: Span,
+    /// The reads after which no path reads a local again
+    /// ([`regalloc::last_uses`]); shared with the function's stages.
+    last: std::rc::Rc<regalloc::LastUses>,
+    /// The locals the statement being compiled reads for the last time:
+    /// [`FnCx::load`] moves them instead of copying.
+    moving: Vec<ral_ir::LocalId>,
+    /// The fields of the statement's record operand nothing reads again
+    /// ([`regalloc::StmtLast::fields`]): indexing takes them out.
+    fields: Vec<Arc<str>>,
+}
+
+/// Which parts of a pattern's source nothing reads after the pattern, so
+/// the instructions that extract them may take them out.
+#[derive(Clone, Debug)]
+enum Takes {
+    All,
+    Fields(Vec<Arc<str>>),
+}
+
+impl Takes {
+    fn all(&self) -> bool {
+        matches!(self, Takes::All)
+    }
+
+    fn field(&self, k: &str) -> bool {
+        match self {
+            Takes::All => true,
+            Takes::Fields(fs) => fs.iter().any(|f| &**f == k),
+        }
+    }
 }
 
 type R<T> = Result<T, CompileError>;
@@ -299,6 +335,7 @@ impl<'a, 'm> FnCx<'a, 'm> {
             ))
         })?;
         let layout = regalloc::allocate(f, budget);
+        let last = std::rc::Rc::new(regalloc::last_uses(f));
         let n_home = layout.n_regs;
         let mut local_uses = vec![0u32; f.n_locals as usize];
         count_block(&f.body, &mut local_uses);
@@ -342,6 +379,9 @@ impl<'a, 'm> FnCx<'a, 'm> {
             root: f.id,
             is_stage: false,
             span: f.span,
+            last,
+            moving: Vec::new(),
+            fields: Vec::new(),
         };
         if let Some(area) = cx.spill {
             cx.emit(Op::SpillEnter {
@@ -383,12 +423,15 @@ impl<'a, 'm> FnCx<'a, 'm> {
             root: self.root,
             is_stage: true,
             span: self.span,
+            last: self.last.clone(),
+            moving: Vec::new(),
+            fields: Vec::new(),
         };
         for st in &b.stmts {
             cx.stmt(st)?;
         }
         let mark = cx.next;
-        let r = cx.operand_reg(&b.result)?;
+        let r = cx.result_reg(b)?;
         cx.emit(Op::Return { src: r });
         cx.release(mark);
         cx.proto.n_regs = cx.proto.n_regs.max(1);
@@ -690,7 +733,11 @@ impl<'a, 'm> FnCx<'a, 'm> {
                     if self.single_use(*l) && self.fold_copy(dst, Reg(r)) {
                         return Ok(());
                     }
-                    Op::Copy { dst, src: Reg(r) }
+                    if self.moving.contains(l) {
+                        Op::Move { dst, src: Reg(r) }
+                    } else {
+                        Op::Copy { dst, src: Reg(r) }
+                    }
                 }
                 Home::Spill(idx) => Op::SpillLoad {
                     dst,
@@ -746,6 +793,21 @@ impl<'a, 'm> FnCx<'a, 'm> {
         Ok(t)
     }
 
+    /// The register holding `op`, and whether the instruction that reads
+    /// it may take the value out (it is a fresh temporary, or a local read
+    /// for the last time), so a collection it is put into or spread into
+    /// can be the only holder.
+    fn operand_owned(&mut self, op: &Operand) -> R<(Reg, bool)> {
+        if let Operand::Local(l) = op {
+            if let Home::Reg(r) = self.home(*l)? {
+                return Ok((Reg(r), self.moving.contains(l)));
+            }
+        }
+        let t = self.temp()?;
+        self.load(op, t)?;
+        Ok((t, true))
+    }
+
     /// Loads `ops` into consecutive fresh temporaries; returns the first.
     fn consecutive<'o>(&mut self, ops: impl ExactSizeIterator<Item = &'o Operand>) -> R<Reg> {
         let n = ops.len();
@@ -765,7 +827,16 @@ impl<'a, 'm> FnCx<'a, 'm> {
             Some(l) => self.def_reg(l)?,
             None => (self.temp()?, None),
         };
-        self.expr(&s.expr, dst)?;
+        let (moving, fields) = match self.last.of_stmt(s) {
+            Some(l) => (l.moves.clone(), l.fields.clone()),
+            None => (Vec::new(), Vec::new()),
+        };
+        let saved = std::mem::replace(&mut self.moving, moving);
+        let saved_fields = std::mem::replace(&mut self.fields, fields);
+        let r = self.expr(&s.expr, dst);
+        self.moving = saved;
+        self.fields = saved_fields;
+        r?;
         self.store_def(dst, slot)?;
         self.release(mark);
         Ok(())
@@ -800,8 +871,8 @@ impl<'a, 'm> FnCx<'a, 'm> {
         });
         for o in ops {
             let mark = self.next;
-            let src = self.operand_reg(o)?;
-            self.emit(Op::ListPush { list: t, src });
+            let (src, take) = self.operand_owned(o)?;
+            self.emit(Op::ListPush { list: t, src, take });
             self.release(mark);
         }
         Ok(t)
@@ -837,7 +908,7 @@ impl<'a, 'm> FnCx<'a, 'm> {
             return Ok(());
         }
         let mark = self.next;
-        let r = self.operand_reg(&b.result)?;
+        let r = self.result_reg(b)?;
         self.emit(Op::Return { src: r });
         self.release(mark);
         Ok(())
@@ -917,7 +988,23 @@ impl<'a, 'm> FnCx<'a, 'm> {
         for s in &b.stmts {
             self.stmt(s)?;
         }
-        self.load(&b.result, dst)
+        let moving = self.result_moves(b);
+        let saved = std::mem::replace(&mut self.moving, moving);
+        let r = self.load(&b.result, dst);
+        self.moving = saved;
+        r
+    }
+
+    /// The locals reading `b`'s result may move (its result, when that is
+    /// the last read of it).
+    fn result_moves(&self, b: &Block) -> Vec<ral_ir::LocalId> {
+        self.last.of_result(b).into_iter().collect()
+    }
+
+    /// The register holding `b`'s result, for a `return` (which takes the
+    /// value out of the register in any case).
+    fn result_reg(&mut self, b: &Block) -> R<Reg> {
+        self.operand_reg(&b.result)
     }
 
     fn expr(&mut self, e: &Expr, dst: Reg) -> R<()> {
@@ -934,8 +1021,18 @@ impl<'a, 'm> FnCx<'a, 'm> {
                 self.emit(Op::LoadUnit { dst });
             }
             Expr::Destructure { value, pattern } => {
+                let takes = if let Operand::Local(l) = value {
+                    if self.moving.contains(l) {
+                        Takes::All
+                    } else {
+                        Takes::Fields(self.fields.clone())
+                    }
+                } else {
+                    // A fresh temporary, dead after the pattern.
+                    Takes::All
+                };
                 let src = self.operand_reg(value)?;
-                self.pattern(src, pattern)?;
+                self.pattern(src, pattern, &takes)?;
                 self.emit(Op::LoadUnit { dst });
             }
             Expr::MakeList(parts) => {
@@ -959,17 +1056,17 @@ impl<'a, 'm> FnCx<'a, 'm> {
                         let mark = self.next;
                         match p {
                             Part::One(o) => {
-                                let src = self.operand_reg(o)?;
-                                self.emit(Op::ListPush { list: t, src });
+                                let (src, take) = self.operand_owned(o)?;
+                                self.emit(Op::ListPush { list: t, src, take });
                             }
                             Part::Spread(o) => {
-                                let src = self.operand_reg(o)?;
-                                self.emit(Op::ListExtend { list: t, src });
+                                let (src, take) = self.operand_owned(o)?;
+                                self.emit(Op::ListExtend { list: t, src, take });
                             }
                         }
                         self.release(mark);
                     }
-                    self.emit(Op::Copy { dst, src: t });
+                    self.emit(Op::Move { dst, src: t });
                 }
             }
             Expr::MakeRecord { base: None, fields } => {
@@ -1003,12 +1100,17 @@ impl<'a, 'm> FnCx<'a, 'm> {
                 self.load(base, t)?;
                 for (k, v) in fields {
                     let mark = self.next;
-                    let src = self.operand_reg(v)?;
+                    let (src, take) = self.operand_owned(v)?;
                     let key = self.str_const(k)?;
-                    self.emit(Op::RecordSet { rec: t, key, src });
+                    self.emit(Op::RecordSet {
+                        rec: t,
+                        key,
+                        src,
+                        take,
+                    });
                     self.release(mark);
                 }
-                self.emit(Op::Copy { dst, src: t });
+                self.emit(Op::Move { dst, src: t });
             }
             Expr::MakeMap(parts) => {
                 let t = self.temp()?;
@@ -1016,8 +1118,8 @@ impl<'a, 'm> FnCx<'a, 'm> {
                 for p in parts.iter().rev() {
                     if let MapPart::Spread(o) = p {
                         let mark = self.next;
-                        let src = self.operand_reg(o)?;
-                        self.emit(Op::MapSpread { map: t, src });
+                        let (src, take) = self.operand_owned(o)?;
+                        self.emit(Op::MapSpread { map: t, src, take });
                         self.release(mark);
                     }
                 }
@@ -1025,12 +1127,17 @@ impl<'a, 'm> FnCx<'a, 'm> {
                     if let MapPart::Entry { key, value } = p {
                         let mark = self.next;
                         let key = self.operand_reg(key)?;
-                        let src = self.operand_reg(value)?;
-                        self.emit(Op::MapInsert { map: t, key, src });
+                        let (src, take) = self.operand_owned(value)?;
+                        self.emit(Op::MapInsert {
+                            map: t,
+                            key,
+                            src,
+                            take,
+                        });
                         self.release(mark);
                     }
                 }
-                self.emit(Op::Copy { dst, src: t });
+                self.emit(Op::Move { dst, src: t });
             }
             Expr::MakeVariant { tag, payload } => {
                 let tag = self.str_const(tag)?;
@@ -1110,7 +1217,7 @@ impl<'a, 'm> FnCx<'a, 'm> {
                     for chunk in parts.chunks(MAX_RUN - 1) {
                         let mark = self.next;
                         let start = self.temps(chunk.len() + 1)?;
-                        self.emit(Op::Copy {
+                        self.emit(Op::Move {
                             dst: start,
                             src: acc,
                         });
@@ -1119,27 +1226,51 @@ impl<'a, 'm> FnCx<'a, 'm> {
                         self.emit(Op::Interp { dst: acc, start, n });
                         self.release(mark);
                     }
-                    self.emit(Op::Copy { dst, src: acc });
+                    self.emit(Op::Move { dst, src: acc });
                 }
             }
             Expr::Index { base, key, kind } => {
+                // The element may be taken out of its container when
+                // nothing reads the container (or that field of it) again.
+                let take = matches!(base, Operand::Local(l) if self.moving.contains(l));
                 let b = self.operand_reg(base)?;
                 match kind {
                     IndexKind::Field(name) => {
+                        let take = take || self.fields.iter().any(|f| f == name);
                         let key = self.str_const(name)?;
-                        self.emit(Op::IndexField { dst, base: b, key });
+                        self.emit(Op::IndexField {
+                            dst,
+                            base: b,
+                            key,
+                            take,
+                        });
                     }
                     IndexKind::List => {
                         let key = self.operand_reg(key)?;
-                        self.emit(Op::IndexList { dst, base: b, key });
+                        self.emit(Op::IndexList {
+                            dst,
+                            base: b,
+                            key,
+                            take,
+                        });
                     }
                     IndexKind::Map => {
                         let key = self.operand_reg(key)?;
-                        self.emit(Op::IndexMap { dst, base: b, key });
+                        self.emit(Op::IndexMap {
+                            dst,
+                            base: b,
+                            key,
+                            take,
+                        });
                     }
                     IndexKind::Dynamic => {
                         let key = self.operand_reg(key)?;
-                        self.emit(Op::IndexDyn { dst, base: b, key });
+                        self.emit(Op::IndexDyn {
+                            dst,
+                            base: b,
+                            key,
+                            take,
+                        });
                     }
                 }
             }
@@ -1648,11 +1779,17 @@ impl<'a, 'm> FnCx<'a, 'm> {
         Ok(())
     }
 
-    fn pattern(&mut self, src: Reg, pat: &Pat) -> R<()> {
+    /// Binds `pat` from the value in `src`; `takes` says what of the value
+    /// nothing reads afterwards (what the extracting instructions may take
+    /// out of a value held only by `src`).
+    fn pattern(&mut self, src: Reg, pat: &Pat, takes: &Takes) -> R<()> {
         match pat {
             Pat::Wildcard => {}
             Pat::Bind(l) => match self.home(*l)? {
                 Home::Reg(r) if Reg(r) == src => {}
+                Home::Reg(r) if takes.all() => {
+                    self.emit(Op::Move { dst: Reg(r), src });
+                }
                 Home::Reg(r) => {
                     self.emit(Op::Copy { dst: Reg(r), src });
                 }
@@ -1669,6 +1806,7 @@ impl<'a, 'm> FnCx<'a, 'm> {
                     n,
                     rest: rest.is_some(),
                 });
+                let take = takes.all();
                 for (i, p) in items.iter().enumerate() {
                     let mark = self.next;
                     let idx = i as u32;
@@ -1676,13 +1814,25 @@ impl<'a, 'm> FnCx<'a, 'm> {
                         Pat::Wildcard => continue,
                         Pat::Bind(l) => {
                             let (dst, slot) = self.def_reg(*l)?;
-                            self.emit(Op::ListAt { dst, src, idx });
+                            self.emit(Op::ListAt {
+                                dst,
+                                src,
+                                idx,
+                                take,
+                            });
                             self.store_def(dst, slot)?;
                         }
                         Pat::List { .. } | Pat::Fields(_) => {
                             let dst = self.temp()?;
-                            self.emit(Op::ListAt { dst, src, idx });
-                            self.pattern(dst, p)?;
+                            self.emit(Op::ListAt {
+                                dst,
+                                src,
+                                idx,
+                                take,
+                            });
+                            // The temporary is read by the nested pattern
+                            // alone.
+                            self.pattern(dst, p, &Takes::All)?;
                         }
                     }
                     self.release(mark);
@@ -1696,9 +1846,15 @@ impl<'a, 'm> FnCx<'a, 'm> {
                 }
             }
             Pat::Fields(fields) => {
+                // A field named twice is read twice: take neither.
+                let distinct = fields
+                    .iter()
+                    .enumerate()
+                    .all(|(i, (k, _))| fields[..i].iter().all(|(j, _)| j != k));
                 for (k, p) in fields {
                     let mark = self.next;
                     let key = self.str_const(k)?;
+                    let take = distinct && takes.field(k) && !matches!(p, Pat::Wildcard);
                     match p {
                         Pat::Bind(l) => {
                             let (dst, slot) = self.def_reg(*l)?;
@@ -1706,6 +1862,7 @@ impl<'a, 'm> FnCx<'a, 'm> {
                                 dst,
                                 base: src,
                                 key,
+                                take,
                             });
                             self.store_def(dst, slot)?;
                         }
@@ -1715,8 +1872,9 @@ impl<'a, 'm> FnCx<'a, 'm> {
                                 dst,
                                 base: src,
                                 key,
+                                take,
                             });
-                            self.pattern(dst, p)?;
+                            self.pattern(dst, p, &Takes::All)?;
                         }
                     }
                     self.release(mark);
@@ -1792,6 +1950,7 @@ fn clear_list(p: &Proto) -> Option<Box<[u8]>> {
             // Writes only the parameters (listed), and keeps the proto.
             | Op::TailCallSelf { .. } => {}
             Op::Copy { dst, .. }
+            | Op::Move { dst, .. }
             | Op::LoadConst { dst, .. }
             | Op::GetGlobal { dst, .. }
             | Op::LoadCapture { dst, .. }
@@ -1815,7 +1974,7 @@ fn simple_regs(op: &Op) -> Option<[Option<Reg>; 3]> {
         | Op::LoadUnit { dst }
         | Op::GetGlobal { dst, .. }
         | Op::LoadCapture { dst, .. } => [Some(dst), None, None],
-        Op::Copy { dst, src } => [Some(dst), Some(src), None],
+        Op::Copy { dst, src } | Op::Move { dst, src } => [Some(dst), Some(src), None],
         Op::AddIntK { dst, lhs, .. }
         | Op::LtIntK { dst, lhs, .. }
         | Op::LeIntK { dst, lhs, .. }
@@ -1851,6 +2010,7 @@ fn dst_of(op: &mut Op) -> Option<&mut Reg> {
         | Op::LoadBool { dst, .. }
         | Op::LoadUnit { dst }
         | Op::Copy { dst, .. }
+        | Op::Move { dst, .. }
         | Op::GetGlobal { dst, .. }
         | Op::LoadCapture { dst, .. }
         | Op::AddIntK { dst, .. }

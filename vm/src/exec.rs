@@ -847,6 +847,34 @@ impl Vm {
     /// count to run down to. `None` for anything else (partial or
     /// over-application, builtins), which takes the general path.
     fn enter_exact(&mut self, func: &Value, args: &[Value]) -> Option<Result<usize, Failure>> {
+        self.enter_exact_with(func, args.len(), |slots| {
+            for (slot, a) in slots.iter_mut().zip(args) {
+                *slot = a.clone();
+            }
+        })
+    }
+
+    /// [`Vm::enter_exact`] taking the arguments out of `args` (they are
+    /// left `()` when the frame is pushed; untouched otherwise).
+    fn enter_exact_owned(
+        &mut self,
+        func: &Value,
+        args: &mut [Value],
+    ) -> Option<Result<usize, Failure>> {
+        let n = args.len();
+        self.enter_exact_with(func, n, |slots| {
+            for (slot, a) in slots.iter_mut().zip(args.iter_mut()) {
+                *slot = std::mem::take(a);
+            }
+        })
+    }
+
+    fn enter_exact_with(
+        &mut self,
+        func: &Value,
+        argc: usize,
+        fill: impl FnOnce(&mut [Value]),
+    ) -> Option<Result<usize, Failure>> {
         let Value::Func(arc) = func else {
             return None;
         };
@@ -857,7 +885,7 @@ impl Vm {
             return None;
         };
         let n_regs = match self.protos.get(*proto as usize) {
-            Some(p) if usize::from(p.n_params) == args.len() => usize::from(p.n_regs),
+            Some(p) if usize::from(p.n_params) == argc => usize::from(p.n_regs),
             _ => return None,
         };
         if self.nested >= MAX_NESTED_RUNS {
@@ -870,13 +898,11 @@ impl Vm {
         }
         let stop = self.frames.len();
         let base = self.top();
-        let need = base + n_regs.max(args.len());
+        let need = base + n_regs.max(argc);
         if self.regs.len() < need {
             self.regs.resize(need, Value::Unit);
         }
-        for (slot, a) in self.regs[base..].iter_mut().zip(args) {
-            *slot = a.clone();
-        }
+        fill(&mut self.regs[base..base + argc]);
         self.frames.push(Frame {
             proto: *proto,
             pc: 0,
@@ -1677,6 +1703,12 @@ impl Vm {
                         set!(dst, v);
                     }
                 }
+                Op::Move { dst, src } => {
+                    if dst != src {
+                        let v = std::mem::take(&mut r!(src));
+                        set!(dst, v);
+                    }
+                }
                 Op::LoadCapture { dst, idx } => {
                     let v = match self.frames[fi].env.as_deref() {
                         Some(Func::Closure { captures, .. }) => captures.get(idx as usize).cloned(),
@@ -1917,23 +1949,35 @@ impl Vm {
                     let items = self.regs[s..s + usize::from(n)].to_vec();
                     set!(dst, Value::list(items));
                 }
-                Op::ListPush { list, src } => {
-                    let v = r!(src).clone();
+                Op::ListPush { list, src, take } => {
+                    let v = take_or_clone(&mut r!(src), take);
                     if let Value::List(items) = &mut r!(list) {
                         Arc::make_mut(items).push(v);
                     } else {
                         tri!(Err(Failure::error("list-push on a non-list")))
                     }
                 }
-                Op::ListExtend { list, src } => {
-                    let Value::List(more) = &r!(src) else {
+                Op::ListExtend { list, src, take } => {
+                    if !matches!(r!(src), Value::List(_)) {
                         tri!(Err(kind_error("a List to spread", &r!(src))))
+                    }
+                    let more = take_or_clone(&mut r!(src), take);
+                    let Value::List(more) = more else {
+                        tri!(Err(Failure::error("list-extend of a non-list")))
                     };
-                    let more = more.clone();
-                    if let Value::List(items) = &mut r!(list) {
-                        Arc::make_mut(items).extend(more.iter().cloned());
-                    } else {
+                    let Value::List(items) = &mut r!(list) else {
                         tri!(Err(Failure::error("list-extend on a non-list")))
+                    };
+                    if items.is_empty() {
+                        // Spreading into an empty list: the list itself,
+                        // unshared if it was.
+                        *items = more;
+                    } else {
+                        let items = Arc::make_mut(items);
+                        match Arc::try_unwrap(more) {
+                            Ok(more) => items.extend(more),
+                            Err(more) => items.extend(more.iter().cloned()),
+                        }
                     }
                 }
                 Op::MakeRecord { dst, shape, start } => {
@@ -1950,36 +1994,63 @@ impl Vm {
                     };
                     set!(dst, Value::record(Record::from_parts(keys, vals)));
                 }
-                Op::RecordSet { rec, key, src } => {
-                    let v = r!(src).clone();
-                    let key = &proto.consts[key.0 as usize];
-                    let new = match (&r!(rec), key) {
-                        (Value::Record(r), Value::Str(k)) => r.with(k, v),
-                        (other, _) => tri!(Err(kind_error("a record", other))),
+                Op::RecordSet {
+                    rec,
+                    key,
+                    src,
+                    take,
+                } => {
+                    let Value::Str(k) = &proto.consts[key.0 as usize] else {
+                        tri!(Err(Failure::error(
+                            "record-set with a key that is not text"
+                        )))
                     };
-                    set!(rec, Value::record(new));
+                    if !matches!(r!(rec), Value::Record(_)) {
+                        tri!(Err(kind_error("a record", &r!(rec))))
+                    }
+                    let v = take_or_clone(&mut r!(src), take);
+                    if let Value::Record(r) = &mut r!(rec) {
+                        // In place when this register holds the only
+                        // reference; a copy first otherwise.
+                        Arc::make_mut(r).insert(k.clone(), v);
+                    }
                 }
                 Op::MapNew { dst } => set!(dst, Value::record(Record::empty())),
-                Op::MapSpread { map, src } => {
-                    let new = match (&r!(map), &r!(src)) {
-                        (Value::Record(m), Value::Record(s)) => {
-                            let mut m: Record = (**m).clone();
-                            for (k, v) in s.iter() {
-                                m = m.with(k, v.clone());
-                            }
-                            m
+                Op::MapSpread { map, src, take } => {
+                    if !matches!(r!(src), Value::Record(_)) {
+                        tri!(Err(kind_error("a map to spread", &r!(src))))
+                    }
+                    if !matches!(r!(map), Value::Record(_)) {
+                        tri!(Err(kind_error("a map", &r!(map))))
+                    }
+                    let from = take_or_clone(&mut r!(src), take);
+                    if let (Value::Record(m), Value::Record(from)) = (&mut r!(map), from) {
+                        if m.is_empty() {
+                            // Spreading into an empty map: the map itself,
+                            // unshared if it was.
+                            *m = from;
+                        } else {
+                            Arc::make_mut(m).extend_from(&from);
                         }
-                        (_, other) => tri!(Err(kind_error("a map to spread", other))),
-                    };
-                    set!(map, Value::record(new));
+                    }
                 }
-                Op::MapInsert { map, key, src } => {
-                    let v = r!(src).clone();
-                    let new = match (&r!(map), &r!(key)) {
-                        (Value::Record(m), Value::Str(k)) => m.with(k, v),
-                        (_, other) => tri!(Err(kind_error("a String key", other))),
+                Op::MapInsert {
+                    map,
+                    key,
+                    src,
+                    take,
+                } => {
+                    let Value::Str(k) = &r!(key) else {
+                        tri!(Err(kind_error("a String key", &r!(key))))
                     };
-                    set!(map, Value::record(new));
+                    let k = k.clone();
+                    if !matches!(r!(map), Value::Record(_)) {
+                        tri!(Err(kind_error("a map", &r!(map))))
+                    }
+                    let v = take_or_clone(&mut r!(src), take);
+                    if let Value::Record(m) = &mut r!(map) {
+                        Arc::make_mut(m).insert(k, v);
+                    }
                 }
                 Op::MakeVariant { dst, tag, payload } => {
                     let p = r!(payload).clone();
@@ -2048,25 +2119,47 @@ impl Vm {
                     set!(dst, Value::str(out));
                 }
 
-                Op::IndexList { dst, base: b, key } | Op::IndexDyn { dst, base: b, key }
-                    if matches!((&r!(b), &r!(key)), (Value::List(_), Value::Int(_))) =>
-                {
-                    let v = match (&r!(b), &r!(key)) {
-                        (Value::List(items), Value::Int(i)) => {
-                            usize::try_from(*i).ok().and_then(|i| items.get(i)).cloned()
-                        }
-                        _ => None,
+                Op::IndexList {
+                    dst,
+                    base: b,
+                    key,
+                    take,
+                }
+                | Op::IndexDyn {
+                    dst,
+                    base: b,
+                    key,
+                    take,
+                } if matches!((&r!(b), &r!(key)), (Value::List(_), Value::Int(_))) => {
+                    let i = if let Value::Int(i) = r!(key) {
+                        usize::try_from(i).ok()
+                    } else {
+                        None
                     };
+                    let v = i.and_then(|i| r!(b).element(i, take));
                     match v {
                         Some(v) => set!(dst, v),
                         None => tri!(Err(index_error(&r!(b), &r!(key)))),
                     }
                 }
-                Op::IndexMap { dst, base: b, key } | Op::IndexDyn { dst, base: b, key } => {
-                    let v = match (&r!(b), &r!(key)) {
-                        (Value::Record(m), Value::Str(k)) => m.get(k).cloned(),
-                        _ => None,
+                Op::IndexMap {
+                    dst,
+                    base: b,
+                    key,
+                    take,
+                }
+                | Op::IndexDyn {
+                    dst,
+                    base: b,
+                    key,
+                    take,
+                } => {
+                    let k = if let Value::Str(k) = &r!(key) {
+                        Some(k.clone())
+                    } else {
+                        None
                     };
+                    let v = k.and_then(|k| r!(b).field(&k, take));
                     match v {
                         Some(v) => set!(dst, v),
                         None => tri!(Err(index_error(&r!(b), &r!(key)))),
@@ -2075,10 +2168,16 @@ impl Vm {
                 Op::IndexList { base: b, key, .. } => {
                     tri!(Err(index_error(&r!(b), &r!(key))))
                 }
-                Op::IndexField { dst, base: b, key } => {
-                    let v = match (&r!(b), &proto.consts[key.0 as usize]) {
-                        (Value::Record(m), Value::Str(k)) => m.get(k).cloned(),
-                        _ => None,
+                Op::IndexField {
+                    dst,
+                    base: b,
+                    key,
+                    take,
+                } => {
+                    let v = if let Value::Str(k) = &proto.consts[key.0 as usize] {
+                        r!(b).field(k, take)
+                    } else {
+                        None
                     };
                     match v {
                         Some(v) => set!(dst, v),
@@ -2095,12 +2194,13 @@ impl Vm {
                         tri!(Err(pattern_error(&r!(src), n, rest)));
                     }
                 }
-                Op::ListAt { dst, src, idx } => {
-                    let v = if let Value::List(items) = &r!(src) {
-                        items.get(idx as usize).cloned()
-                    } else {
-                        None
-                    };
+                Op::ListAt {
+                    dst,
+                    src,
+                    idx,
+                    take,
+                } => {
+                    let v = r!(src).element(idx as usize, take);
                     set!(dst, v.unwrap_or_default());
                 }
                 Op::ListFrom { dst, src, from } => {
@@ -2590,6 +2690,27 @@ impl Ctx for Vm {
         }
     }
 
+    fn call_owned(&mut self, func: &Value, args: &mut [Value]) -> Result<Value, Failure> {
+        let result = match self.enter_exact_owned(func, args) {
+            Some(Ok(stop)) => {
+                self.nested += 1;
+                let r = self.run_loop(stop);
+                self.nested -= 1;
+                r
+            }
+            Some(Err(f)) => return Err(f),
+            None => self.call_value(func.clone(), args.iter_mut().map(std::mem::take).collect()),
+        };
+        match result {
+            Ok(v) => Ok(v),
+            Err(Escape::Fail(f)) => Err(f),
+            Err(Escape::Exit(status)) => {
+                self.pending_exit = Some(status);
+                Err(Failure::error("exit"))
+            }
+        }
+    }
+
     fn write(&mut self, bytes: &[u8]) -> Result<(), Failure> {
         self.write_stream(crate::io::Stream::Out, bytes)
     }
@@ -2636,6 +2757,17 @@ impl Ctx for Vm {
 
     fn exiting(&self) -> bool {
         self.pending_exit.is_some()
+    }
+}
+
+/// The value in `slot`: taken out (leaving `()`) when the instruction owns
+/// it, else a clone.
+#[inline]
+fn take_or_clone(slot: &mut Value, take: bool) -> Value {
+    if take {
+        std::mem::take(slot)
+    } else {
+        slot.clone()
     }
 }
 

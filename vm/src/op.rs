@@ -77,6 +77,10 @@ pub enum Op {
     LoadBool { dst: Reg, value: bool },
     /// `r[dst] := r[src]` (a clone: a refcount bump at most).
     Copy { dst: Reg, src: Reg },
+    /// `r[dst] := r[src]`, leaving `()` in `r[src]`: the last read of a
+    /// local, or a temporary handed on, so no second reference stays
+    /// behind.
+    Move { dst: Reg, src: Reg },
     /// `r[dst] := captures[idx]` of the running closure.
     LoadCapture { dst: Reg, idx: u32 },
     /// `r[dst] :=` member `member` of the running closure's recursive group,
@@ -199,10 +203,13 @@ pub enum Op {
 
     /// `r[dst] := [r[start..start+n]]`.
     MakeList { dst: Reg, start: Reg, n: u8 },
-    /// Appends `r[src]` to the list in `r[list]` (in place when unshared).
-    ListPush { list: Reg, src: Reg },
-    /// Appends the items of list `r[src]` to the list in `r[list]`.
-    ListExtend { list: Reg, src: Reg },
+    /// Appends `r[src]` to the list in `r[list]` (in place when unshared);
+    /// with `take`, leaves `()` in `r[src]`.
+    ListPush { list: Reg, src: Reg, take: bool },
+    /// Appends the items of list `r[src]` to the list in `r[list]` (an
+    /// empty `r[list]` becomes `r[src]` itself); with `take`, leaves `()`
+    /// in `r[src]`.
+    ListExtend { list: Reg, src: Reg, take: bool },
     /// `r[dst] :=` record of shape `shapes[shape]` with values
     /// `r[start..start+len]` in sorted key order.
     MakeRecord { dst: Reg, shape: u32, start: Reg },
@@ -210,14 +217,28 @@ pub enum Op {
     /// items of the list `r[list]`, in sorted key order (a literal with
     /// more fields than fit in consecutive registers).
     MakeRecordList { dst: Reg, shape: u32, list: Reg },
-    /// `r[rec] := r[rec]` with field `k[key]` set to `r[src]`.
-    RecordSet { rec: Reg, key: ConstIdx, src: Reg },
+    /// `r[rec] := r[rec]` with field `k[key]` set to `r[src]` (in place
+    /// when unshared); with `take`, leaves `()` in `r[src]`.
+    RecordSet {
+        rec: Reg,
+        key: ConstIdx,
+        src: Reg,
+        take: bool,
+    },
     /// `r[dst] := [:]`.
     MapNew { dst: Reg },
-    /// `r[map] := r[map]` with every entry of `r[src]` set (later wins).
-    MapSpread { map: Reg, src: Reg },
-    /// `r[map] := r[map]` with key `r[key]` (a String) set to `r[src]`.
-    MapInsert { map: Reg, key: Reg, src: Reg },
+    /// `r[map] := r[map]` with every entry of `r[src]` set (later wins; an
+    /// empty `r[map]` becomes `r[src]` itself); with `take`, leaves `()` in
+    /// `r[src]`.
+    MapSpread { map: Reg, src: Reg, take: bool },
+    /// `r[map] := r[map]` with key `r[key]` (a String) set to `r[src]` (in
+    /// place when unshared); with `take`, leaves `()` in `r[src]`.
+    MapInsert {
+        map: Reg,
+        key: Reg,
+        src: Reg,
+        take: bool,
+    },
     /// `r[dst] := `k[tag] r[payload]`.
     MakeVariant {
         dst: Reg,
@@ -241,18 +262,47 @@ pub enum Op {
     Interp { dst: Reg, start: Reg, n: u8 },
 
     /// `r[dst] := r[base][r[key]]` on a List by Int; out of range fails.
-    IndexList { dst: Reg, base: Reg, key: Reg },
+    /// With `take` (nothing reads that element of `r[base]` again), the
+    /// element is taken out of a list held only by `r[base]` instead of
+    /// copied; likewise for the other indexing instructions.
+    IndexList {
+        dst: Reg,
+        base: Reg,
+        key: Reg,
+        take: bool,
+    },
     /// `r[dst] := r[base].k[key]`; a missing field fails.
-    IndexField { dst: Reg, base: Reg, key: ConstIdx },
+    IndexField {
+        dst: Reg,
+        base: Reg,
+        key: ConstIdx,
+        take: bool,
+    },
     /// `r[dst] := r[base][r[key]]` on a map by String; a missing key fails.
-    IndexMap { dst: Reg, base: Reg, key: Reg },
+    IndexMap {
+        dst: Reg,
+        base: Reg,
+        key: Reg,
+        take: bool,
+    },
     /// `r[dst] := r[base][r[key]]` by the run-time kinds.
-    IndexDyn { dst: Reg, base: Reg, key: Reg },
+    IndexDyn {
+        dst: Reg,
+        base: Reg,
+        key: Reg,
+        take: bool,
+    },
     /// Fails unless `r[src]` is a List of exactly `n` items (at least `n`
     /// when `rest`).
     MatchList { src: Reg, n: u32, rest: bool },
-    /// `r[dst] := r[src][idx]` (shape already checked by `MatchList`).
-    ListAt { dst: Reg, src: Reg, idx: u32 },
+    /// `r[dst] := r[src][idx]` (shape already checked by `MatchList`);
+    /// `take` as for `IndexList`.
+    ListAt {
+        dst: Reg,
+        src: Reg,
+        idx: u32,
+        take: bool,
+    },
     /// `r[dst] := r[src][from..]`.
     ListFrom { dst: Reg, src: Reg, from: u32 },
 
@@ -532,7 +582,7 @@ impl Proto {
                 Op::LoadBool { dst, .. } => {
                     reg(dst)?;
                 }
-                Op::Copy { dst, src } => {
+                Op::Copy { dst, src } | Op::Move { dst, src } => {
                     reg(dst)?;
                     reg(src)?;
                 }
@@ -769,11 +819,11 @@ impl Proto {
                     run(start, usize::from(*n))?;
                     reg(dst)?;
                 }
-                Op::ListPush { list, src } => {
+                Op::ListPush { list, src, .. } => {
                     reg(list)?;
                     reg(src)?;
                 }
-                Op::ListExtend { list, src } => {
+                Op::ListExtend { list, src, .. } => {
                     reg(list)?;
                     reg(src)?;
                 }
@@ -791,7 +841,7 @@ impl Proto {
                     in_shapes(*shape)?;
                     reg(list)?;
                 }
-                Op::RecordSet { key, rec, src } => {
+                Op::RecordSet { key, rec, src, .. } => {
                     reg(rec)?;
                     konst(key.0 as usize)?;
                     reg(src)?;
@@ -799,11 +849,11 @@ impl Proto {
                 Op::MapNew { dst } => {
                     reg(dst)?;
                 }
-                Op::MapSpread { map, src } => {
+                Op::MapSpread { map, src, .. } => {
                     reg(map)?;
                     reg(src)?;
                 }
-                Op::MapInsert { key, map, src } => {
+                Op::MapInsert { key, map, src, .. } => {
                     reg(map)?;
                     reg(key)?;
                     reg(src)?;
@@ -829,22 +879,22 @@ impl Proto {
                     run(start, usize::from(*n))?;
                     reg(dst)?;
                 }
-                Op::IndexList { base, dst, key } => {
+                Op::IndexList { base, dst, key, .. } => {
                     reg(dst)?;
                     reg(base)?;
                     reg(key)?;
                 }
-                Op::IndexField { base, dst, key } => {
+                Op::IndexField { base, dst, key, .. } => {
                     reg(dst)?;
                     reg(base)?;
                     konst(key.0 as usize)?;
                 }
-                Op::IndexMap { base, dst, key } => {
+                Op::IndexMap { base, dst, key, .. } => {
                     reg(dst)?;
                     reg(base)?;
                     reg(key)?;
                 }
-                Op::IndexDyn { base, dst, key } => {
+                Op::IndexDyn { base, dst, key, .. } => {
                     reg(dst)?;
                     reg(base)?;
                     reg(key)?;
@@ -1053,6 +1103,7 @@ impl Op {
             Op::LoadUnit { .. } => "load-unit",
             Op::LoadBool { .. } => "load-bool",
             Op::Copy { .. } => "copy",
+            Op::Move { .. } => "move",
             Op::LoadCapture { .. } => "load-capture",
             Op::LoadSibling { .. } => "load-sibling",
             Op::LoadBuiltin { .. } => "load-builtin",
@@ -1182,6 +1233,8 @@ impl Op {
                 .unwrap_or_default()
         };
         let bin = |d: &Reg, a: &Reg, b: &Reg| format!("{}, {}, {}", r(d), r(a), r(b));
+        // A source the instruction takes out of its register.
+        let taken = |take: bool| if take { " (taken)" } else { "" };
         let none = String::new;
         match self {
             Op::LoadConst { dst, k } => (format!("{}, k{}", r(dst), k.0), kc(k)),
@@ -1193,6 +1246,7 @@ impl Op {
             | Op::CaptureEnd { dst } => (r(dst), none()),
             Op::LoadBool { dst, value } => (format!("{}, {value}", r(dst)), none()),
             Op::Copy { dst, src }
+            | Op::Move { dst, src }
             | Op::NegInt { dst, src }
             | Op::NegFloat { dst, src }
             | Op::Neg { dst, src }
@@ -1258,8 +1312,8 @@ impl Op {
             Op::MakeList { dst, start, n } | Op::Interp { dst, start, n } => {
                 (format!("{}, {}", r(dst), range(start, *n)), none())
             }
-            Op::ListPush { list, src } | Op::ListExtend { list, src } => {
-                (format!("{}, {}", r(list), r(src)), none())
+            Op::ListPush { list, src, take } | Op::ListExtend { list, src, take } => {
+                (format!("{}, {}{}", r(list), r(src), taken(*take)), none())
             }
             Op::MakeRecord { dst, shape, start } => {
                 let keys = proto
@@ -1278,11 +1332,24 @@ impl Op {
             Op::MakeRecordList { dst, shape, list } => {
                 (format!("{}, shape{shape}, ...{}", r(dst), r(list)), none())
             }
-            Op::RecordSet { rec, key, src } => {
-                (format!("{}, k{}, {}", r(rec), key.0, r(src)), kc(key))
+            Op::RecordSet {
+                rec,
+                key,
+                src,
+                take,
+            } => (
+                format!("{}, k{}, {}{}", r(rec), key.0, r(src), taken(*take)),
+                kc(key),
+            ),
+            Op::MapSpread { map, src, take } => {
+                (format!("{}, {}{}", r(map), r(src), taken(*take)), none())
             }
-            Op::MapSpread { map, src } => (format!("{}, {}", r(map), r(src)), none()),
-            Op::MapInsert { map, key, src } => (bin(map, key, src), none()),
+            Op::MapInsert {
+                map,
+                key,
+                src,
+                take,
+            } => (format!("{}{}", bin(map, key, src), taken(*take)), none()),
             Op::MakeVariant { dst, tag, payload } => {
                 (format!("{}, k{}, {}", r(dst), tag.0, r(payload)), kc(tag))
             }
@@ -1296,17 +1363,46 @@ impl Op {
             Op::MakeClosureList { dst, list, proto } => {
                 (format!("{}, p{proto}, ...{}", r(dst), r(list)), none())
             }
-            Op::IndexList { dst, base, key }
-            | Op::IndexMap { dst, base, key }
-            | Op::IndexDyn { dst, base, key } => (bin(dst, base, key), none()),
-            Op::IndexField { dst, base, key } => {
-                (format!("{}, {}, k{}", r(dst), r(base), key.0), kc(key))
+            Op::IndexList {
+                dst,
+                base,
+                key,
+                take,
             }
+            | Op::IndexMap {
+                dst,
+                base,
+                key,
+                take,
+            }
+            | Op::IndexDyn {
+                dst,
+                base,
+                key,
+                take,
+            } => (format!("{}{}", bin(dst, base, key), taken(*take)), none()),
+            Op::IndexField {
+                dst,
+                base,
+                key,
+                take,
+            } => (
+                format!("{}, {}, k{}{}", r(dst), r(base), key.0, taken(*take)),
+                kc(key),
+            ),
             Op::MatchList { src, n, rest } => (
                 format!("{}, {n}{}", r(src), if *rest { "+" } else { "" }),
                 none(),
             ),
-            Op::ListAt { dst, src, idx } => (format!("{}, {}, {idx}", r(dst), r(src)), none()),
+            Op::ListAt {
+                dst,
+                src,
+                idx,
+                take,
+            } => (
+                format!("{}, {}, {idx}{}", r(dst), r(src), taken(*take)),
+                none(),
+            ),
             Op::ListFrom { dst, src, from } => {
                 (format!("{}, {}, {from}..", r(dst), r(src)), none())
             }

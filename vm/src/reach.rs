@@ -40,7 +40,7 @@ pub fn global_slots<'v>(
             match v {
                 Value::Func(f) => func_parts(f, &mut values, &mut |p| enqueue(p, &mut protos)),
                 Value::List(items) => values.extend(items.iter()),
-                Value::Record(r) => values.extend(r.values().iter()),
+                Value::Record(r) => values.extend(r.values()),
                 Value::Variant(var) => values.extend(var.payload.as_ref()),
                 Value::Unit
                 | Value::Bool(_)

@@ -30,6 +30,23 @@
 //!   area: a list the frame keeps in one reserved register, read and
 //!   written with `spill-load`/`spill-store`, made by `spill-enter` at
 //!   function entry. Slots are reused like registers.
+//! - **Last uses.** [`last_uses`] finds the reads after which no path
+//!   through the function reads the local again, so the compiler can move
+//!   the value out of its register instead of copying it (a copy would
+//!   keep a second reference alive and defeat the in-place updates of
+//!   `value.rs`). It walks the body backwards, keeping the set of locals
+//!   some later statement reads. The two arms of an `if` and the arms of a
+//!   `case` are exclusive: each is walked from the set after the statement,
+//!   and the set before it is their union (undone and redone from a log,
+//!   so the cost is the number of reads times the nesting depth). Every
+//!   other nested block runs in sequence with what follows it: a `?`
+//!   chain's alternatives, a `try`'s handler and a `guard`'s cleanup can
+//!   run after a failure anywhere in the body, and a pipeline's stages are
+//!   walked as if in turn (a non-final stage runs on a copy of the locals,
+//!   so moving there never touches the function's own registers). A
+//!   record read only by field (`$r[name]`, a record pattern) is tracked
+//!   per field, so a field no later code reads can be taken out of it
+//!   while its other fields are still read.
 //! - **Budget.** Home registers come from `0..budget`; the compiler's
 //!   temporaries sit above them, up to register 255. If the temporaries of
 //!   some statement do not fit, the compiler retries the function with a
@@ -37,9 +54,12 @@
 //!   capture count is ever refused.
 
 use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::{BinaryHeap, HashMap};
+use std::sync::Arc;
 
-use ral_ir::{Block, ExecHead, Expr, Func, InterpPart, LocalId, MapPart, Operand, Part, Pat};
+use ral_ir::{
+    Block, ExecHead, Expr, Func, IndexKind, InterpPart, LocalId, MapPart, Operand, Part, Pat, Stmt,
+};
 
 /// Where a local lives.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -468,6 +488,474 @@ impl Walk {
             | Expr::CallSpread { .. }
             | Expr::Force { .. }
             | Expr::Exec { .. } => {}
+        }
+    }
+}
+
+/// The reads of locals that are last on every path from them (see the
+/// module docs), by statement and by block result.
+#[derive(Debug, Default)]
+pub(crate) struct LastUses {
+    /// A statement without nested blocks (by address) → what it reads for
+    /// the last time.
+    stmts: HashMap<usize, StmtLast>,
+    /// A block (by address) → its result, when that read is the last.
+    results: HashMap<usize, Option<LocalId>>,
+}
+
+/// What one statement reads for the last time.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(crate) struct StmtLast {
+    /// Locals read for the last time, each read exactly once by the
+    /// statement: their value may be moved out of the register.
+    pub moves: Vec<LocalId>,
+    /// The fields of the statement's record operand (an `Index` base or a
+    /// destructured value) that no later code reads, from a record read
+    /// nowhere else in the statement: each may be taken out of a record
+    /// held by no one else.
+    pub fields: Vec<Arc<str>>,
+}
+
+impl LastUses {
+    /// What statement `s` reads for the last time.
+    pub(crate) fn of_stmt(&self, s: &Stmt) -> Option<&StmtLast> {
+        self.stmts.get(&(s as *const Stmt as usize))
+    }
+
+    /// The result local of `b`, when reading it is its last use.
+    pub(crate) fn of_result(&self, b: &Block) -> Option<LocalId> {
+        self.results
+            .get(&(b as *const Block as usize))
+            .copied()
+            .flatten()
+    }
+}
+
+/// The last uses of `f`'s locals.
+pub(crate) fn last_uses(f: &Func) -> LastUses {
+    let mut w = Back {
+        live: vec![Live::Dead; f.n_locals as usize],
+        log: Vec::new(),
+        out: LastUses::default(),
+    };
+    w.block(&f.body);
+    w.out
+}
+
+/// How the code after a point reads a local.
+#[derive(Clone, Debug, PartialEq)]
+enum Live {
+    /// Not at all.
+    Dead,
+    /// Only through these fields (`$r[name]`, record patterns).
+    Fields(Vec<Arc<str>>),
+    /// As a whole.
+    Whole,
+}
+
+impl Live {
+    fn join(&self, other: &Live) -> Live {
+        match (self, other) {
+            (Live::Whole, _) | (_, Live::Whole) => Live::Whole,
+            (Live::Dead, x) | (x, Live::Dead) => x.clone(),
+            (Live::Fields(a), Live::Fields(b)) => {
+                let mut u = a.clone();
+                u.extend(b.iter().filter(|f| !a.contains(f)).cloned());
+                Live::Fields(u)
+            }
+        }
+    }
+
+    /// Whether field `f` is read later.
+    fn reads_field(&self, f: &str) -> bool {
+        match self {
+            Live::Dead => false,
+            Live::Fields(fs) => fs.iter().any(|g| &**g == f),
+            Live::Whole => true,
+        }
+    }
+}
+
+/// One read of a local by a statement.
+enum Access {
+    Whole,
+    /// The fields of a record: an `Index` by field name, or a record
+    /// pattern's top-level fields (each named once).
+    Fields(Vec<Arc<str>>),
+}
+
+/// The backward walk of [`last_uses`].
+struct Back {
+    /// How the code after the current point reads each local.
+    live: Vec<Live>,
+    /// Each change to `live`, with the state it replaced (to undo an
+    /// exclusive arm's).
+    log: Vec<(u32, Live)>,
+    out: LastUses,
+}
+
+impl Back {
+    fn state(&self, l: LocalId) -> &Live {
+        self.live.get(l.0 as usize).unwrap_or(&Live::Whole)
+    }
+
+    fn set(&mut self, l: LocalId, new: Live) {
+        if let Some(x) = self.live.get_mut(l.0 as usize) {
+            if *x != new {
+                let old = std::mem::replace(x, new);
+                self.log.push((l.0, old));
+            }
+        }
+    }
+
+    fn read(&mut self, l: LocalId, a: &Access) {
+        let new = match a {
+            Access::Whole => Live::Whole,
+            Access::Fields(fs) => self.state(l).join(&Live::Fields(fs.clone())),
+        };
+        self.set(l, new);
+    }
+
+    fn block(&mut self, b: &Block) {
+        if let Operand::Local(l) = &b.result {
+            let last = (*self.state(*l) == Live::Dead).then_some(*l);
+            // A block compiled twice (a `guard`'s cleanup) is walked twice:
+            // its result moves only if it is last both times.
+            let key = b as *const Block as usize;
+            let v = match self.out.results.get(&key) {
+                Some(prev) if *prev != last => None,
+                _ => last,
+            };
+            self.out.results.insert(key, v);
+            self.read(*l, &Access::Whole);
+        }
+        for s in b.stmts.iter().rev() {
+            self.stmt(s);
+        }
+    }
+
+    fn stmt(&mut self, s: &Stmt) {
+        let mut reads: Vec<(LocalId, Access)> = Vec::new();
+        accesses(&s.expr, &mut |l, a| reads.push((l, a)));
+        if has_nested(&s.expr) {
+            // What the statement reads it reads before its blocks run; it
+            // moves nothing itself.
+            self.nested(&s.expr);
+            for (l, a) in &reads {
+                self.read(*l, a);
+            }
+            return;
+        }
+        let once = |l: LocalId| reads.iter().filter(|(m, _)| *m == l).count() == 1;
+        let mut last = StmtLast::default();
+        for (l, a) in &reads {
+            if !once(*l) {
+                continue;
+            }
+            match a {
+                Access::Whole if *self.state(*l) == Live::Dead => last.moves.push(*l),
+                Access::Whole => {}
+                Access::Fields(fs) => last.fields.extend(
+                    fs.iter()
+                        .filter(|f| !self.state(*l).reads_field(f))
+                        .cloned(),
+                ),
+            }
+        }
+        let key = s as *const Stmt as usize;
+        let last = match self.out.stmts.get(&key) {
+            // Walked before (a `guard`'s cleanup): keep what both agree on.
+            Some(prev) => StmtLast {
+                moves: last
+                    .moves
+                    .into_iter()
+                    .filter(|l| prev.moves.contains(l))
+                    .collect(),
+                fields: last
+                    .fields
+                    .into_iter()
+                    .filter(|f| prev.fields.contains(f))
+                    .collect(),
+            },
+            None => last,
+        };
+        self.out.stmts.insert(key, last);
+        for (l, a) in &reads {
+            self.read(*l, a);
+        }
+    }
+
+    /// Blocks of which exactly one runs: each is walked from the state
+    /// after the statement, and the state before it is the join of theirs.
+    fn exclusive<'b>(&mut self, blocks: impl Iterator<Item = &'b Block>) {
+        let mark = self.log.len();
+        let mut joined: HashMap<u32, Live> = HashMap::new();
+        for b in blocks {
+            self.block(b);
+            // Where the arm left each local it changed, then undo the arm
+            // (newest change first).
+            let mut arm: HashMap<u32, Live> = HashMap::new();
+            for (l, _) in self.log.get(mark..).unwrap_or_default() {
+                if let Some(now) = self.live.get(*l as usize) {
+                    arm.entry(*l).or_insert_with(|| now.clone());
+                }
+            }
+            while self.log.len() > mark {
+                let Some((l, old)) = self.log.pop() else {
+                    break;
+                };
+                if let Some(x) = self.live.get_mut(l as usize) {
+                    *x = old;
+                }
+            }
+            for (l, v) in arm {
+                let e = joined.entry(l).or_insert(Live::Dead);
+                *e = e.join(&v);
+            }
+        }
+        for (l, v) in joined {
+            let new = self.state(LocalId(l)).join(&v);
+            self.set(LocalId(l), new);
+        }
+    }
+
+    fn nested(&mut self, e: &Expr) {
+        match e {
+            Expr::If {
+                then, otherwise, ..
+            } => self.exclusive([then, otherwise].into_iter()),
+            Expr::Case { arms, .. } => self.exclusive(arms.iter().map(|a| &a.body)),
+            Expr::Chain(bs) | Expr::Pipeline(bs) => {
+                for b in bs.iter().rev() {
+                    self.block(b);
+                }
+            }
+            Expr::Try { body, handler, .. } => {
+                self.block(handler);
+                self.block(body);
+            }
+            Expr::Guard { body, cleanup } => {
+                // Compiled twice: after the body, and where a failure lands.
+                self.block(cleanup);
+                self.block(cleanup);
+                self.block(body);
+            }
+            Expr::Within { body, .. }
+            | Expr::Grant { body, .. }
+            | Expr::Audit { body }
+            | Expr::Redirected { body, .. }
+            | Expr::Capture(body) => self.block(body),
+            Expr::Value(_)
+            | Expr::Define { .. }
+            | Expr::Destructure { .. }
+            | Expr::MakeList(_)
+            | Expr::MakeRecord { .. }
+            | Expr::MakeMap(_)
+            | Expr::MakeVariant { .. }
+            | Expr::MakeClosure { .. }
+            | Expr::MakeRecGroup { .. }
+            | Expr::Interp(_)
+            | Expr::Index { .. }
+            | Expr::Arith { .. }
+            | Expr::Neg { .. }
+            | Expr::Not(_)
+            | Expr::Compare { .. }
+            | Expr::Equal { .. }
+            | Expr::Call { .. }
+            | Expr::CallSpread { .. }
+            | Expr::Force { .. }
+            | Expr::Exec { .. } => {}
+        }
+    }
+}
+
+/// Whether `e` has blocks of its own.
+fn has_nested(e: &Expr) -> bool {
+    match e {
+        Expr::If { .. }
+        | Expr::Case { .. }
+        | Expr::Chain(_)
+        | Expr::Pipeline(_)
+        | Expr::Try { .. }
+        | Expr::Guard { .. }
+        | Expr::Within { .. }
+        | Expr::Grant { .. }
+        | Expr::Audit { .. }
+        | Expr::Redirected { .. }
+        | Expr::Capture(_) => true,
+        Expr::Value(_)
+        | Expr::Define { .. }
+        | Expr::Destructure { .. }
+        | Expr::MakeList(_)
+        | Expr::MakeRecord { .. }
+        | Expr::MakeMap(_)
+        | Expr::MakeVariant { .. }
+        | Expr::MakeClosure { .. }
+        | Expr::MakeRecGroup { .. }
+        | Expr::Interp(_)
+        | Expr::Index { .. }
+        | Expr::Arith { .. }
+        | Expr::Neg { .. }
+        | Expr::Not(_)
+        | Expr::Compare { .. }
+        | Expr::Equal { .. }
+        | Expr::Call { .. }
+        | Expr::CallSpread { .. }
+        | Expr::Force { .. }
+        | Expr::Exec { .. } => false,
+    }
+}
+
+/// Every local `e` reads directly (not in its nested blocks), once per
+/// mention, with how it reads it.
+fn accesses(e: &Expr, f: &mut impl FnMut(LocalId, Access)) {
+    // A record read by field: `$r[name]`, or a record pattern whose
+    // top-level fields are named once each.
+    if let Expr::Index {
+        base: Operand::Local(l),
+        key,
+        kind: IndexKind::Field(name),
+    } = e
+    {
+        f(*l, Access::Fields(vec![name.clone()]));
+        if let Operand::Local(k) = key {
+            f(*k, Access::Whole);
+        }
+        return;
+    }
+    if let Expr::Destructure {
+        value: Operand::Local(l),
+        pattern: Pat::Fields(fields),
+    } = e
+    {
+        {
+            let names: Vec<Arc<str>> = fields.iter().map(|(n, _)| n.clone()).collect();
+            let distinct = names
+                .iter()
+                .enumerate()
+                .all(|(i, n)| !names[..i].contains(n));
+            let access = if distinct {
+                Access::Fields(names)
+            } else {
+                Access::Whole
+            };
+            f(*l, access);
+            return;
+        }
+    }
+    let mut op = |o: &Operand| {
+        if let Operand::Local(l) = o {
+            f(*l, Access::Whole);
+        }
+    };
+    match e {
+        Expr::Value(o) | Expr::Not(o) => op(o),
+        Expr::Define { value, .. } | Expr::Destructure { value, .. } => op(value),
+        Expr::MakeList(parts) => {
+            for p in parts {
+                match p {
+                    Part::One(o) | Part::Spread(o) => op(o),
+                }
+            }
+        }
+        Expr::MakeRecord { base, fields } => {
+            if let Some(b) = base {
+                op(b);
+            }
+            for (_, o) in fields {
+                op(o);
+            }
+        }
+        Expr::MakeMap(parts) => {
+            for p in parts {
+                match p {
+                    MapPart::Entry { key, value } => {
+                        op(key);
+                        op(value);
+                    }
+                    MapPart::Spread(o) => op(o),
+                }
+            }
+        }
+        Expr::MakeVariant { payload, .. } => {
+            if let Some(o) = payload {
+                op(o);
+            }
+        }
+        Expr::MakeClosure { captures, .. } | Expr::MakeRecGroup { captures, .. } => {
+            for c in captures {
+                op(c);
+            }
+        }
+        Expr::Interp(parts) => {
+            for p in parts {
+                match p {
+                    InterpPart::Value(o) => op(o),
+                    InterpPart::Text(_) | InterpPart::Home => {}
+                }
+            }
+        }
+        Expr::Index { base, key, .. } => {
+            op(base);
+            op(key);
+        }
+        Expr::Arith { lhs, rhs, .. }
+        | Expr::Compare { lhs, rhs, .. }
+        | Expr::Equal { lhs, rhs, .. } => {
+            op(lhs);
+            op(rhs);
+        }
+        Expr::Neg { operand, .. } => op(operand),
+        Expr::Call { func, args, .. } => {
+            op(func);
+            for a in args {
+                op(a);
+            }
+        }
+        Expr::CallSpread { func, args, .. } => {
+            op(func);
+            for p in args {
+                match p {
+                    Part::One(o) | Part::Spread(o) => op(o),
+                }
+            }
+        }
+        Expr::Force { thunk, .. } => op(thunk),
+        Expr::Exec {
+            head,
+            args,
+            redirects,
+        } => {
+            if let ExecHead::Path(o) = head {
+                op(o);
+            }
+            for p in args {
+                match p {
+                    Part::One(o) | Part::Spread(o) => op(o),
+                }
+            }
+            redirect_reads(redirects, &mut op);
+        }
+        Expr::If { cond, .. } => op(cond),
+        Expr::Case { scrutinee, .. } => op(scrutinee),
+        Expr::Within { options, .. } => op(options),
+        Expr::Grant { caps, .. } => op(caps),
+        Expr::Redirected { redirects, .. } => redirect_reads(redirects, &mut op),
+        Expr::Chain(_)
+        | Expr::Pipeline(_)
+        | Expr::Try { .. }
+        | Expr::Guard { .. }
+        | Expr::Audit { .. }
+        | Expr::Capture(_) => {}
+    }
+}
+
+fn redirect_reads(rs: &[ral_ir::Redirect], op: &mut impl FnMut(&Operand)) {
+    use ral_ir::RedirectKind as K;
+    for r in rs {
+        match &r.kind {
+            K::Write(o) | K::Stream(o) | K::Append(o) | K::Read(o) | K::Here(o) => op(o),
+            K::ErrToOut | K::Dup(_) => {}
         }
     }
 }

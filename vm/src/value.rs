@@ -21,14 +21,19 @@
 //! # Records and maps
 //!
 //! Records and maps are one carrier, [`Record`] (§4.5): unique `String` keys
-//! iterating in sorted order. It is a sorted *struct of arrays*: a shared,
-//! sorted key array ([`Keys`]) and a parallel value array. Lookup is a binary
-//! search, which beats hashing for the small records programs build. The key
-//! array is itself behind an `Arc`, so the compiler builds it once per record
-//! literal and every record the literal creates shares it: making a record
-//! costs one refcount bump for the keys and one allocation for the values,
-//! whatever its width (the 300,000-record workload), and two records of one
-//! shape compare keys by pointer.
+//! iterating in sorted order. A record is either small (a shared, sorted key
+//! array and a parallel value array, searched by bisection: what record
+//! literals build) or a dictionary (a hash index over the entries beside a
+//! lazily completed sorted view: what a map grown key by key becomes). See
+//! [`record`](self::record) for the representations and when each is used.
+//!
+//! # Updates in place
+//!
+//! Values are immutable to a program, but the VM may update a value behind
+//! an `Arc` it holds the only reference to (`Arc::make_mut`): nothing else
+//! can observe the change. The compiler moves a local out of its register at
+//! its last use, so a fold that grows a map, a list or a record hands the
+//! only reference from step to step and each step costs amortised O(1).
 //!
 //! # Equality and ordering (§4.8)
 //!
@@ -45,6 +50,10 @@ use std::any::Any;
 use std::cmp::Ordering;
 use std::fmt;
 use std::sync::Arc;
+
+mod record;
+
+pub use record::{Iter as RecordIter, Key, Keys, Record, BUILD_SMALL_MAX, SMALL_MAX};
 
 /// A runtime value. See the module docs for the layout.
 #[derive(Clone, Debug, Default)]
@@ -129,6 +138,36 @@ impl Value {
         } else {
             None
         }
+    }
+
+    /// Element `i` of a list: taken out (leaving `()`) when `take` and
+    /// this is the list's only reference, else a copy. `None` when this is
+    /// not a list or `i` is out of range.
+    pub fn element(&mut self, i: usize, take: bool) -> Option<Value> {
+        let Value::List(items) = self else {
+            return None;
+        };
+        if take {
+            if let Some(items) = Arc::get_mut(items) {
+                return items.get_mut(i).map(std::mem::take);
+            }
+        }
+        items.get(i).cloned()
+    }
+
+    /// The value under `key` of a record or map: taken out (leaving `()`)
+    /// when `take` and this is the record's only reference, else a copy.
+    /// `None` when this is not a record or has no such key.
+    pub fn field(&mut self, key: &str, take: bool) -> Option<Value> {
+        let Value::Record(r) = self else {
+            return None;
+        };
+        if take {
+            if let Some(r) = Arc::get_mut(r) {
+                return r.get_mut(key).map(std::mem::take);
+            }
+        }
+        r.get(key).cloned()
     }
 
     /// Structural equality on data (§4.8). Functions and handles, which the
@@ -282,200 +321,6 @@ impl From<String> for Value {
     }
 }
 
-/// A record key: shared text, so `keys` hands keys out as string values
-/// without copying them.
-pub type Key = Arc<String>;
-
-/// A sorted, duplicate-free array of keys, shared by every record of one
-/// shape.
-#[derive(Clone, Debug)]
-pub struct Keys(Arc<[Key]>);
-
-impl Keys {
-    /// Keys from names in any order; sorts them and drops repeats.
-    pub fn new(names: impl IntoIterator<Item = impl Into<String>>) -> Keys {
-        let mut keys: Vec<Key> = names.into_iter().map(|n| Arc::new(n.into())).collect();
-        keys.sort_unstable();
-        keys.dedup();
-        Keys(keys.into())
-    }
-
-    /// The empty key array (`[:]`).
-    pub fn empty() -> Keys {
-        Keys(Arc::from(Vec::new()))
-    }
-
-    /// The keys, sorted.
-    pub fn as_slice(&self) -> &[Key] {
-        &self.0
-    }
-
-    /// The number of keys.
-    pub fn len(&self) -> usize {
-        self.0.len()
-    }
-
-    /// Whether there are no keys.
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
-
-    /// The slot of `key`, by binary search.
-    pub fn slot(&self, key: &str) -> Option<usize> {
-        self.0.binary_search_by(|k| k.as_str().cmp(key)).ok()
-    }
-
-    fn same(&self, other: &Keys) -> bool {
-        Arc::ptr_eq(&self.0, &other.0)
-            || (self.0.len() == other.0.len()
-                && self.0.iter().zip(other.0.iter()).all(|(a, b)| a == b))
-    }
-}
-
-/// A record or map: sorted keys and their values in the same order.
-#[derive(Clone, Debug)]
-pub struct Record {
-    keys: Keys,
-    vals: Box<[Value]>,
-}
-
-impl Record {
-    /// A record over a prepared shape; `vals[i]` belongs to `keys[i]`. The
-    /// compiler uses this for record literals with static keys, sharing one
-    /// `Keys` across every record the literal makes.
-    ///
-    /// Extra values are dropped and missing ones read as `()`; both are
-    /// compiler bugs, caught by a debug assertion.
-    pub fn from_parts(keys: Keys, vals: Vec<Value>) -> Record {
-        debug_assert_eq!(keys.len(), vals.len(), "record shape mismatch");
-        let mut vals = vals;
-        vals.resize_with(keys.len(), Value::default);
-        Record {
-            keys,
-            vals: vals.into_boxed_slice(),
-        }
-    }
-
-    /// A record from entries in any order. A repeated key keeps its *last*
-    /// value (the computed-key rule of §4.5; the compiler resolves the other
-    /// literal precedence rules before it gets here).
-    pub fn from_entries(entries: Vec<(String, Value)>) -> Record {
-        let mut entries = entries;
-        // Stable, so among equal keys the later entry stays later.
-        entries.sort_by(|a, b| a.0.cmp(&b.0));
-        let mut keys: Vec<Key> = Vec::with_capacity(entries.len());
-        let mut vals: Vec<Value> = Vec::with_capacity(entries.len());
-        for (k, v) in entries {
-            if keys.last().is_some_and(|last| **last == k) {
-                if let Some(slot) = vals.last_mut() {
-                    *slot = v;
-                }
-            } else {
-                keys.push(Arc::new(k));
-                vals.push(v);
-            }
-        }
-        Record {
-            keys: Keys(keys.into()),
-            vals: vals.into_boxed_slice(),
-        }
-    }
-
-    /// The empty map.
-    pub fn empty() -> Record {
-        Record {
-            keys: Keys::empty(),
-            vals: Box::new([]),
-        }
-    }
-
-    /// The value under `key`.
-    pub fn get(&self, key: &str) -> Option<&Value> {
-        self.keys.slot(key).and_then(|i| self.vals.get(i))
-    }
-
-    /// The stored key equal to `key`, and its value.
-    pub fn get_entry(&self, key: &str) -> Option<(&str, &Value)> {
-        let i = self.keys.slot(key)?;
-        Some((self.keys.as_slice().get(i)?.as_str(), self.vals.get(i)?))
-    }
-
-    /// Whether `key` is present.
-    pub fn has(&self, key: &str) -> bool {
-        self.keys.slot(key).is_some()
-    }
-
-    /// The key array (shared).
-    pub fn keys(&self) -> &Keys {
-        &self.keys
-    }
-
-    /// The values, in key order.
-    pub fn values(&self) -> &[Value] {
-        &self.vals
-    }
-
-    /// Entries in sorted key order.
-    pub fn iter(&self) -> impl ExactSizeIterator<Item = (&Key, &Value)> {
-        self.keys.as_slice().iter().zip(self.vals.iter())
-    }
-
-    /// The number of entries.
-    pub fn len(&self) -> usize {
-        self.vals.len()
-    }
-
-    /// Whether there are no entries.
-    pub fn is_empty(&self) -> bool {
-        self.vals.is_empty()
-    }
-
-    /// This record with `key` set to `value`: an update keeps the shared
-    /// key array; an insertion builds a new one.
-    pub fn with(&self, key: &str, value: Value) -> Record {
-        match self.keys.binary_search(key) {
-            Ok(i) => {
-                let mut vals = self.vals.to_vec();
-                if let Some(slot) = vals.get_mut(i) {
-                    *slot = value;
-                }
-                Record {
-                    keys: self.keys.clone(),
-                    vals: vals.into_boxed_slice(),
-                }
-            }
-            Err(i) => {
-                let mut keys = self.keys.as_slice().to_vec();
-                keys.insert(i, Arc::new(key.to_owned()));
-                let mut vals = self.vals.to_vec();
-                vals.insert(i, value);
-                Record {
-                    keys: Keys(keys.into()),
-                    vals: vals.into_boxed_slice(),
-                }
-            }
-        }
-    }
-
-    fn equal_while(&self, other: &Record, go_on: &mut dyn FnMut() -> bool) -> Option<bool> {
-        if self.vals.len() != other.vals.len() || !self.keys.same(&other.keys) {
-            return Some(false);
-        }
-        for (a, b) in self.vals.iter().zip(other.vals.iter()) {
-            if !a.equal_while(b, go_on)? {
-                return Some(false);
-            }
-        }
-        Some(true)
-    }
-}
-
-impl Keys {
-    fn binary_search(&self, key: &str) -> Result<usize, usize> {
-        self.0.binary_search_by(|k| k.as_str().cmp(key))
-    }
-}
-
 /// A tag with an optional payload.
 #[derive(Clone, Debug)]
 pub struct Variant {
@@ -604,7 +449,9 @@ mod tests {
         assert_eq!(r.get("host"), Some(&Value::str("db")));
         assert_eq!(r.get("nope"), None);
         let u = r.with("port", Value::Int(1));
-        assert!(Arc::ptr_eq(&u.keys().0, &keys.0));
+        assert!(u.shape().is_some_and(|k| k.ptr_eq(&keys)));
+        // The original is unchanged.
+        assert_eq!(r.get("port"), Some(&Value::Int(5432)));
         assert_eq!(u.get("port"), Some(&Value::Int(1)));
         let i = r.with("a", Value::Unit);
         let names: Vec<&str> = i.iter().map(|(k, _)| k.as_str()).collect();

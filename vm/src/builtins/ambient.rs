@@ -139,7 +139,7 @@ mod tests {
         assert!(!map.has("OLDPWD"));
         assert!(!map.has("RAL_AMBIENT_GONE"));
         // Sorted keys, as every map's are.
-        let keys: Vec<&str> = map.keys().as_slice().iter().map(|k| k.as_str()).collect();
+        let keys: Vec<&str> = map.keys().map(|k| k.as_str()).collect();
         let mut sorted = keys.clone();
         sorted.sort_unstable();
         assert_eq!(keys, sorted);

@@ -68,8 +68,10 @@ pub fn fold(ctx: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
     let mut acc = arg(args, 1)?.clone();
     for x in list_arg(args, 2)?.iter() {
         ctx.poll()?;
-        let pair = [acc, x.clone()];
-        acc = ctx.call(f, &pair)?;
+        // The accumulator is handed over, not kept: the callback may be
+        // its only holder and update it in place.
+        let mut pair = [acc, x.clone()];
+        acc = ctx.call_owned(f, &mut pair)?;
     }
     Ok(acc)
 }
@@ -216,9 +218,8 @@ pub fn is_empty(_: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
 /// `keys m`: the keys, sorted (shared, not copied).
 pub fn keys(ctx: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
     let r = record_arg(args, 0)?;
-    let keys = r.keys();
-    let mut out = Vec::with_capacity(keys.as_slice().len());
-    for (i, k) in keys.as_slice().iter().enumerate() {
+    let mut out = Vec::with_capacity(r.len());
+    for (i, k) in r.keys().enumerate() {
         poll_at(ctx, i)?;
         out.push(Value::Str(k.clone()));
     }

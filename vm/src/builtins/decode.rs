@@ -174,7 +174,7 @@ pub fn fold_lines(ctx: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
     let mut acc = arg(args, 1)?.clone();
     for_each_line(ctx, "fold-lines", &mut |ctx, line| {
         let prev = std::mem::take(&mut acc);
-        acc = ctx.call(&f, &[prev, Value::str(line)])?;
+        acc = ctx.call_owned(&f, &mut [prev, Value::str(line)])?;
         Ok(())
     })?;
     Ok(acc)

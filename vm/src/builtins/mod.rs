@@ -47,6 +47,14 @@ pub trait Ctx {
     /// (§14.2); a failure propagates.
     fn call(&mut self, func: &Value, args: &[Value]) -> Result<Value, Failure>;
 
+    /// [`Ctx::call`] that may take the arguments out of `args` (leaving
+    /// `()`), so a value the builtin hands on (`fold`'s accumulator) is
+    /// not kept alive by the builtin too and the callee can update it in
+    /// place. The default copies.
+    fn call_owned(&mut self, func: &Value, args: &mut [Value]) -> Result<Value, Failure> {
+        self.call(func, args)
+    }
+
     /// Writes bytes to the current standard output channel.
     fn write(&mut self, bytes: &[u8]) -> Result<(), Failure>;
 

@@ -245,7 +245,7 @@ pub fn encode_csv(value: &Value) -> Result<Vec<u8>, CodecError> {
         return Err(refuse(None, String::new(), Some(found), message));
     };
     let mut out = String::new();
-    let mut columns: Option<&Keys> = None;
+    let mut columns: Option<Keys> = None;
     for (i, item) in items.iter().enumerate() {
         let mut ptr = String::new();
         push_token(&mut ptr, &i.to_string());
@@ -254,20 +254,19 @@ pub fn encode_csv(value: &Value) -> Result<Vec<u8>, CodecError> {
             let message = format!("expected a map of text, got {found}");
             return Err(refuse(Some(i), ptr, Some(found), message));
         };
-        let cols = match columns {
+        let cols = match &columns {
             Some(cols) => cols,
             None => {
                 if r.is_empty() {
                     let message = "the first map has no keys, so there are no columns".to_owned();
                     return Err(refuse(Some(i), ptr, None, message));
                 }
-                let names: Vec<&str> = r.keys().as_slice().iter().map(|k| k.as_str()).collect();
+                let names: Vec<&str> = r.keys().map(|k| k.as_str()).collect();
                 write_record(&mut out, &names);
-                columns = Some(r.keys());
-                r.keys()
+                columns.insert(r.key_array())
             }
         };
-        if let Some(extra) = r.keys().as_slice().iter().find(|k| cols.slot(k).is_none()) {
+        if let Some(extra) = r.keys().find(|k| cols.slot(k).is_none()) {
             let message = format!("the map has the key `{extra}`, which is not a column");
             return Err(refuse(Some(i), ptr, None, message));
         }

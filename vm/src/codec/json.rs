@@ -200,13 +200,7 @@ fn key_list(r: &Record) -> String {
     if r.is_empty() {
         return "none (it is empty)".to_owned();
     }
-    let mut out: Vec<String> = r
-        .keys()
-        .as_slice()
-        .iter()
-        .take(SHOWN)
-        .map(|k| format!("`{k}`"))
-        .collect();
+    let mut out: Vec<String> = r.keys().take(SHOWN).map(|k| format!("`{k}`")).collect();
     if r.len() > SHOWN {
         out.push(format!("and {} more", r.len() - SHOWN));
     }

@@ -217,6 +217,12 @@ impl Vm {
                         set!(dst, v);
                     }
                 }
+                Op::Move { dst, src } => {
+                    if dst != src {
+                        let v = std::mem::take(win.get_mut(src));
+                        set!(dst, v);
+                    }
+                }
                 Op::LoadCapture { dst, idx } => {
                     let v = match frames[fi].env.as_deref() {
                         Some(Func::Closure { captures, .. }) => captures.get(idx as usize).cloned(),
@@ -331,24 +337,34 @@ impl Vm {
                     set!(dst, v);
                 }
 
-                Op::IndexField { dst, base: b, key } => {
-                    let v = match (&r!(b), &proto.consts[key.0 as usize]) {
-                        (Value::Record(m), Value::Str(k)) => m.get(k).cloned(),
-                        _ => None,
+                Op::IndexField {
+                    dst,
+                    base: b,
+                    key,
+                    take,
+                } => {
+                    let v = if let Value::Str(k) = &proto.consts[key.0 as usize] {
+                        win.get_mut(b).field(k, take)
+                    } else {
+                        None
                     };
                     match v {
                         Some(v) => set!(dst, v),
                         None => slow!(),
                     }
                 }
-                Op::IndexList { dst, base: b, key } => {
-                    let v = match (&r!(b), &r!(key)) {
-                        (Value::List(items), Value::Int(i)) => {
-                            usize::try_from(*i).ok().and_then(|i| items.get(i)).cloned()
-                        }
-                        _ => None,
+                Op::IndexList {
+                    dst,
+                    base: b,
+                    key,
+                    take,
+                } => {
+                    let i = if let Value::Int(i) = r!(key) {
+                        usize::try_from(i).ok()
+                    } else {
+                        None
                     };
-                    match v {
+                    match i.and_then(|i| win.get_mut(b).element(i, take)) {
                         Some(v) => set!(dst, v),
                         None => slow!(),
                     }

@@ -56,8 +56,8 @@ pub fn reduce(ctx: &mut dyn Ctx, args: &[Value]) -> Result<Value, Failure> {
     let mut acc = first.clone();
     for x in rest {
         ctx.poll()?;
-        let pair = [acc, x.clone()];
-        acc = ctx.call(f, &pair)?;
+        let mut pair = [acc, x.clone()];
+        acc = ctx.call_owned(f, &mut pair)?;
     }
     Ok(acc)
 }
